@@ -1,0 +1,317 @@
+"""Context building: stored entries -> the runtime messages and settings in force at a leaf.
+
+Pure functions named as in the design articles (``build_session_path``, ``get_session_context_settings``,
+``build_context_entries``, ``session_entry_to_context_messages``, ``build_session_context``). No I/O here.
+
+Every function takes a sequence of entry dicts. A sequence may also carry ``types`` and ``ids`` lists
+(see ``PathView``) so that large sessions are answered without decoding entries that cannot matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
+
+from .ids import epoch_ms
+
+__all__ = [
+    "SessionContext",
+    "SessionSettings",
+    "build_context_entries",
+    "build_session_context",
+    "build_session_path",
+    "get_latest_compaction_index",
+    "get_session_context_settings",
+    "session_entry_to_context_messages",
+]
+
+Entry = dict[str, Any]
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Final = _Unset()
+
+
+@runtime_checkable
+class PathView(Protocol):
+    """A sequence of entries that knows every entry's type and id without decoding it."""
+
+    types: Sequence[str]
+    ids: Sequence[str]
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Entry: ...
+
+
+def _types(path: Sequence[Entry]) -> Sequence[str]:
+    if isinstance(path, PathView):
+        return path.types
+    return [e.get("type", "") for e in path]
+
+
+def _ids(path: Sequence[Entry]) -> Sequence[str]:
+    if isinstance(path, PathView):
+        return path.ids
+    return [e.get("id", "") for e in path]
+
+
+class SessionSettings:
+    """Settings in force at the end of a path: thinking level, model, active tools."""
+
+    __slots__ = ("active_tool_names", "model", "thinking_level")
+
+    def __init__(
+        self, thinking_level: Any, model: dict[str, Any] | None, active_tool_names: list[str] | None
+    ) -> None:
+        self.thinking_level = thinking_level
+        self.model = model
+        self.active_tool_names = active_tool_names
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionSettings(thinking_level={self.thinking_level!r}, model={self.model!r}, "
+            f"active_tool_names={self.active_tool_names!r})"
+        )
+
+
+class SessionContext:
+    """What the model sees at a leaf: messages plus the settings in force there."""
+
+    __slots__ = ("active_tool_names", "messages", "model", "thinking_level")
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        thinking_level: Any = "off",
+        model: dict[str, Any] | None = None,
+        active_tool_names: list[str] | None = None,
+    ) -> None:
+        self.messages = messages
+        self.thinking_level = thinking_level
+        self.model = model
+        self.active_tool_names = active_tool_names
+
+    def to_dict(self) -> dict[str, Any]:
+        """pi's JSON shape: ``{messages, thinkingLevel, model}`` plus ``activeToolNames`` when set."""
+        out: dict[str, Any] = {
+            "messages": self.messages,
+            "thinkingLevel": self.thinking_level,
+            "model": self.model,
+        }
+        if self.active_tool_names is not None:
+            out["activeToolNames"] = self.active_tool_names
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionContext):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionContext(messages=<{len(self.messages)}>, thinking_level={self.thinking_level!r}, "
+            f"model={self.model!r}, active_tool_names={self.active_tool_names!r})"
+        )
+
+
+def _index_by_id(entries: Iterable[Entry]) -> dict[str, Entry]:
+    by_id: dict[str, Entry] = {}
+    for entry in entries:
+        entry_id = entry.get("id")
+        if isinstance(entry_id, str):
+            by_id[entry_id] = entry  # last occurrence wins, as in pi
+    return by_id
+
+
+def build_session_path(
+    entries: Sequence[Entry], leaf_id: str | None | _Unset = _UNSET, by_id: Mapping[str, Entry] | None = None
+) -> list[Entry]:
+    """Entries from the root to the leaf, root first (pi's ``getBranch`` / path walk).
+
+    ``leaf_id=None`` gives ``[]``; an omitted or unknown leaf falls back to the last entry (pi's rule).
+    The walk stops at a null or missing parent and at a cycle.
+    """
+    if leaf_id is None or not entries:
+        return []
+    index = by_id if by_id is not None else _index_by_id(entries)
+    leaf = index.get(leaf_id) if isinstance(leaf_id, str) else None
+    if leaf is None:
+        leaf = entries[-1]
+    path: list[Entry] = []
+    seen: set[str] = set()
+    current: Entry | None = leaf
+    while current is not None:
+        current_id = current.get("id")
+        if isinstance(current_id, str):
+            if current_id in seen:
+                break
+            seen.add(current_id)
+        path.append(current)
+        parent = current.get("parentId")
+        current = index.get(parent) if isinstance(parent, str) else None
+    path.reverse()
+    return path
+
+
+def get_session_context_settings(path: Sequence[Entry]) -> SessionSettings:
+    """Thinking level, model and active tools at the end of ``path`` (the whole path counts, last wins).
+
+    The model is set by ``model_change`` entries and by every assistant message.
+    """
+    types = _types(path)
+    thinking: Any = _UNSET
+    model: Any = _UNSET
+    tools: Any = _UNSET
+    for i in range(len(types) - 1, -1, -1):
+        kind = types[i]
+        if kind == "message":
+            if model is _UNSET:
+                message = path[i].get("message")
+                if isinstance(message, dict) and message.get("role") == "assistant":
+                    model = _model(message.get("provider", _UNSET), message.get("model", _UNSET))
+        elif kind == "model_change":
+            if model is _UNSET:
+                entry = path[i]
+                model = _model(entry.get("provider", _UNSET), entry.get("modelId", _UNSET))
+        elif kind == "thinking_level_change":
+            if thinking is _UNSET:
+                thinking = path[i].get("thinkingLevel")
+        elif kind == "active_tools_change" and tools is _UNSET:
+            names = path[i].get("activeToolNames")
+            tools = list(names) if isinstance(names, list) else None
+        if thinking is not _UNSET and model is not _UNSET and tools is not _UNSET:
+            break
+    return SessionSettings(
+        "off" if thinking is _UNSET else thinking,
+        None if model is _UNSET else model,
+        None if tools is _UNSET else tools,
+    )
+
+
+def _model(provider: Any, model_id: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if provider is not _UNSET:
+        out["provider"] = provider
+    if model_id is not _UNSET:
+        out["modelId"] = model_id
+    return out
+
+
+def get_latest_compaction_index(path: Sequence[Entry]) -> int | None:
+    """Index of the last ``compaction`` entry on ``path``, or ``None``."""
+    types = _types(path)
+    for i in range(len(types) - 1, -1, -1):
+        if types[i] == "compaction":
+            return i
+    return None
+
+
+def _has_retained_tail(entry: Entry) -> bool:
+    return isinstance(entry.get("retainedTail"), list)
+
+
+def build_context_entries(path: Sequence[Entry]) -> list[Entry]:
+    """The entries of ``path`` whose messages make up the context, honouring the latest compaction.
+
+    Without a compaction: the whole path. With one (``C``): ``C`` first, then, unless ``C`` carries a
+    ``retainedTail`` array, the entries from ``C.firstKeptEntryId`` up to ``C`` (earlier compactions
+    left out), then every entry after ``C``. Non-message entries of the range are kept so a UI can
+    render them; they map to no message.
+    """
+    c_index = get_latest_compaction_index(path)
+    if c_index is None:
+        return [path[i] for i in range(len(path))]
+    compaction = path[c_index]
+    selected: list[Entry] = [compaction]
+    if not _has_retained_tail(compaction):
+        first_kept = compaction.get("firstKeptEntryId")
+        ids = _ids(path)
+        types = _types(path)
+        start = None
+        if isinstance(first_kept, str):
+            for i in range(c_index):
+                if ids[i] == first_kept:
+                    start = i
+                    break
+        if start is not None:
+            selected.extend(path[i] for i in range(start, c_index) if types[i] != "compaction")
+    selected.extend(path[i] for i in range(c_index + 1, len(path)))
+    return selected
+
+
+def session_entry_to_context_messages(entry: Entry) -> list[dict[str, Any]]:
+    """The runtime messages one entry contributes to a context (pi's mapping, B§5.4).
+
+    A compaction gives its summary message, followed by its ``retainedTail`` when that is an array.
+    """
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        return [message] if message is not None else []
+    if kind == "custom_message":
+        msg: dict[str, Any] = {
+            "role": "custom",
+            "customType": entry.get("customType"),
+            "content": entry.get("content"),
+            "display": entry.get("display"),
+        }
+        if "details" in entry:
+            msg["details"] = entry["details"]
+        msg["timestamp"] = epoch_ms(entry.get("timestamp"))
+        return [msg]
+    if kind == "branch_summary":
+        if not entry.get("summary"):
+            return []
+        return [
+            {
+                "role": "branchSummary",
+                "summary": entry.get("summary"),
+                "fromId": entry.get("fromId"),
+                "timestamp": epoch_ms(entry.get("timestamp")),
+            }
+        ]
+    if kind == "compaction":
+        out: list[dict[str, Any]] = [compaction_summary_message(entry)]
+        tail = entry.get("retainedTail")
+        if isinstance(tail, list):
+            out.extend(tail)
+        return out
+    return []
+
+
+def compaction_summary_message(entry: Entry) -> dict[str, Any]:
+    """The ``compactionSummary`` runtime message for a compaction entry."""
+    return {
+        "role": "compactionSummary",
+        "summary": entry.get("summary"),
+        "tokensBefore": entry.get("tokensBefore"),
+        "timestamp": epoch_ms(entry.get("timestamp")),
+    }
+
+
+def context_from_path(path: Sequence[Entry]) -> SessionContext:
+    """``build_session_context`` for a path that is already known (root first)."""
+    settings = get_session_context_settings(path)
+    messages: list[dict[str, Any]] = []
+    for entry in build_context_entries(path):
+        messages.extend(session_entry_to_context_messages(entry))
+    return SessionContext(messages, settings.thinking_level, settings.model, settings.active_tool_names)
+
+
+def build_session_context(
+    entries: Sequence[Entry], leaf_id: str | None | _Unset = _UNSET, by_id: Mapping[str, Entry] | None = None
+) -> SessionContext:
+    """Messages, thinking level, model and active tools at ``leaf_id`` (pi's ``buildSessionContext``).
+
+    ``leaf_id=None`` gives an empty context; an omitted or unknown leaf uses the last entry.
+    """
+    return context_from_path(build_session_path(entries, leaf_id, by_id))
