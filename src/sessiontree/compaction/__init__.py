@@ -1,0 +1,72 @@
+"""Compaction and branch summarization: condense old history into a summary, keep the recent part verbatim.
+
+Public API of the package; the modules hold the pieces (cut points, preparation, prompts, summarizers).
+"""
+
+from __future__ import annotations
+
+from .branch_collect import (
+    BranchEntries,
+    BranchPreparation,
+    EntryLookup,
+    branch_entry_to_message,
+    branch_token_budget,
+    collect_entries_for_branch_summary,
+    prepare_branch_entries,
+)
+from .cut_points import (
+    CutPointResult,
+    find_cut_point,
+    find_turn_start_index,
+    find_valid_cut_points,
+    is_valid_cut_point,
+)
+from .file_ops import (
+    FileOperations,
+    compute_file_lists,
+    extract_file_ops_from_message,
+    format_file_operations,
+)
+from .prepare import (
+    CompactionPreparation,
+    compute_retained_tail,
+    entry_to_summary_message,
+    prepare_compaction,
+)
+from .serialize import serialize_conversation
+from .settings import (
+    DEFAULT_BRANCH_SUMMARY_SETTINGS,
+    DEFAULT_COMPACTION_SETTINGS,
+    BranchSummarySettings,
+    CompactionSettings,
+    should_compact,
+)
+
+__all__ = [
+    "DEFAULT_BRANCH_SUMMARY_SETTINGS",
+    "DEFAULT_COMPACTION_SETTINGS",
+    "BranchEntries",
+    "BranchPreparation",
+    "BranchSummarySettings",
+    "CompactionPreparation",
+    "CompactionSettings",
+    "CutPointResult",
+    "EntryLookup",
+    "FileOperations",
+    "branch_entry_to_message",
+    "branch_token_budget",
+    "collect_entries_for_branch_summary",
+    "compute_file_lists",
+    "compute_retained_tail",
+    "entry_to_summary_message",
+    "extract_file_ops_from_message",
+    "find_cut_point",
+    "find_turn_start_index",
+    "find_valid_cut_points",
+    "format_file_operations",
+    "is_valid_cut_point",
+    "prepare_branch_entries",
+    "prepare_compaction",
+    "serialize_conversation",
+    "should_compact",
+]
