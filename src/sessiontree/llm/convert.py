@@ -1,0 +1,142 @@
+"""Runtime messages (AgentMessage) to model messages (Message): pi's ``convertToLlm`` plus the context hook.
+
+Pure and order-preserving; it never talks to a provider and never normalizes for a wire format (transform.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
+
+from .._json import js_number
+from ..messages import AgentMessage, Message
+
+__all__ = [
+    "BRANCH_SUMMARY_PREFIX",
+    "BRANCH_SUMMARY_SUFFIX",
+    "COMPACTION_SUMMARY_PREFIX",
+    "COMPACTION_SUMMARY_SUFFIX",
+    "TransformContext",
+    "bash_execution_to_text",
+    "branch_summary_text",
+    "compaction_summary_text",
+    "convert_message",
+    "convert_to_llm",
+    "prepare_llm_messages",
+]
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+
+# sessiontree's own wrapper (SPEC A2): the tag the design articles name, with one sentence telling the model
+# that the abandoned branch is reference material, not the state it is working in.
+BRANCH_SUMMARY_PREFIX = (
+    "<branch_exploration_summary>\n"
+    "This is a summary of a parallel exploration that was abandoned; it is for reference only and does "
+    "not describe the current state.\n\n"
+)
+BRANCH_SUMMARY_SUFFIX = "\n</branch_exploration_summary>"
+
+TransformContext = Callable[[list[AgentMessage]], list[AgentMessage] | Awaitable[list[AgentMessage]]]
+"""A hook that rewrites the runtime messages before conversion (pi's ``transformContext``)."""
+
+
+def compaction_summary_text(summary: str) -> str:
+    """The user-message text a compaction summary becomes."""
+    return COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX
+
+
+def branch_summary_text(summary: str) -> str:
+    """The user-message text a branch summary becomes (sessiontree's ``<branch_exploration_summary>``)."""
+    return BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX
+
+
+def _js_str(value: Any) -> str:
+    """``String(value)`` for the values a template literal sees in bash messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def bash_execution_to_text(message: AgentMessage) -> str:
+    """The exact text pi sends for a user-run shell command (SPEC B§6)."""
+    command = message.get("command", "")
+    output = message.get("output", "")
+    text = f"Ran `{_js_str(command)}`\n"
+    if output:
+        text += f"```\n{_js_str(output)}\n```"
+    else:
+        text += "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0 and exit_code is not False:
+        text += f"\n\nCommand exited with code {_js_str(exit_code)}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {_js_str(message['fullOutputPath'])}]"
+    return text
+
+
+def _user(content: Any, timestamp: Any) -> Message:
+    return cast(Message, {"role": "user", "content": content, "timestamp": timestamp})
+
+
+def convert_message(message: AgentMessage) -> Message | None:
+    """Convert one runtime message; ``None`` when it is not part of the model context."""
+    role = message.get("role")
+    if role in ("user", "assistant", "toolResult"):
+        return cast(Message, message)
+    if role == "bashExecution":
+        if message.get("excludeFromContext"):
+            return None
+        return _user([{"type": "text", "text": bash_execution_to_text(message)}], message.get("timestamp"))
+    if role == "custom":
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return _user(content, message.get("timestamp"))
+    if role == "branchSummary":
+        text = branch_summary_text(message.get("summary", ""))
+        return _user([{"type": "text", "text": text}], message.get("timestamp"))
+    if role == "compactionSummary":
+        text = compaction_summary_text(message.get("summary", ""))
+        return _user([{"type": "text", "text": text}], message.get("timestamp"))
+    return None
+
+
+def convert_to_llm(
+    messages: Sequence[AgentMessage],
+    *,
+    transform_context: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None,
+) -> list[Message]:
+    """Turn runtime messages into model messages, after the optional synchronous ``transform_context``."""
+    source = list(messages)
+    if transform_context is not None:
+        source = transform_context(source)
+    out: list[Message] = []
+    for message in source:
+        converted = convert_message(message)
+        if converted is not None:
+            out.append(converted)
+    return out
+
+
+async def prepare_llm_messages(
+    messages: Sequence[AgentMessage],
+    *,
+    transform_context: TransformContext | None = None,
+    convert: Callable[[Sequence[AgentMessage]], list[Message]] = convert_to_llm,
+) -> list[Message]:
+    """pi's order at every model call: ``transform_context`` (sync or async) first, then ``convert``."""
+    source = list(messages)
+    if transform_context is not None:
+        result = transform_context(source)
+        source = await result if inspect.isawaitable(result) else result
+    return convert(source)

@@ -1,0 +1,52 @@
+"""Turns exceptions from the SDKs (and anything else) into the ``errorMessage`` text pi stores.
+
+Wording follows the JavaScript SDKs pi uses (``"<status> <provider message>"``) so that overflow and retry
+patterns written against pi's messages keep matching; it never raises and never imports an SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._json import dumps
+
+__all__ = ["describe_error", "provider_error_message"]
+
+
+def provider_error_message(body: Any) -> str | None:
+    """The human-readable message inside an error body (``error.message``, ``message``, or the text)."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            inner = error.get("message")
+            if isinstance(inner, str) and inner:
+                return inner
+        if isinstance(error, str) and error:
+            return error
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+        try:
+            return dumps(body) if body else None
+        except TypeError:
+            return str(body)
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return None
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"<status> <message>"`` for HTTP errors, ``"<status> status code (no body)"`` without a body, else
+    the exception's own message."""
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    detail = provider_error_message(body)
+    if isinstance(status, int) and status >= 400:
+        return f"{status} {detail}" if detail else f"{status} status code (no body)"
+    if detail:
+        return detail
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    return str(exc) or type(exc).__name__
