@@ -12,13 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compaction_support import (
-    SessionIndex,
-    compaction_case_names,
-    compaction_root,
-    load_json,
-    session_for_case,
-)
 
 from sessiontree.compaction import (
     CompactionSettings,
@@ -35,6 +28,13 @@ from sessiontree.compaction import (
 from sessiontree.context import build_session_context
 from sessiontree.llm.convert import BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, convert_to_llm
 from sessiontree.llm.tokens import estimate_context_tokens
+from tests.compaction.support import (
+    SessionIndex,
+    compaction_case_names,
+    compaction_root,
+    load_json,
+    session_for_case,
+)
 
 PI_BRANCH_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"

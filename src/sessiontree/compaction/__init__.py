@@ -14,6 +14,7 @@ from .branch_collect import (
     collect_entries_for_branch_summary,
     prepare_branch_entries,
 )
+from .branch_summary import BRANCH_SUMMARY_MAX_TOKENS, BranchSummaryResult, generate_branch_summary
 from .cut_points import (
     CutPointResult,
     find_cut_point,
@@ -27,11 +28,22 @@ from .file_ops import (
     extract_file_ops_from_message,
     format_file_operations,
 )
+from .offline import OFFLINE_MODEL_ID, OfflineSummarizer, summarize_offline
 from .prepare import (
     CompactionPreparation,
     compute_retained_tail,
     entry_to_summary_message,
     prepare_compaction,
+)
+from .prompts import (
+    BRANCH_SUMMARY_PREAMBLE,
+    BRANCH_SUMMARY_PROMPT,
+    NO_CONTENT_TO_SUMMARIZE,
+    NO_PRIOR_HISTORY,
+    SUMMARIZATION_PROMPT,
+    SUMMARIZATION_SYSTEM_PROMPT,
+    TURN_PREFIX_SUMMARIZATION_PROMPT,
+    UPDATE_SUMMARIZATION_PROMPT,
 )
 from .serialize import serialize_conversation
 from .settings import (
@@ -40,6 +52,16 @@ from .settings import (
     BranchSummarySettings,
     CompactionSettings,
     should_compact,
+)
+from .summarize import CompactionResult, compact, generate_summary, generate_turn_prefix_summary
+from .summarizer import (
+    BranchSummaryError,
+    CompactionError,
+    LlmSummarizer,
+    Summarizer,
+    SummaryKind,
+    SummaryRequest,
+    reply_text,
 )
 
 __all__ = [
