@@ -1,0 +1,157 @@
+"""Helpers the wire formats share: keys and base URLs, clean JSON strings, content flattening, ids, closing.
+
+No wire format lives here and nothing here talks to the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+
+from ...messages import Message
+from ..models import DEFAULT_BASE_URLS, ENV_API_KEYS, get_env_api_key
+from ..types import Model, StreamOptions, ThinkingLevel
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS_CAP",
+    "MissingApiKeyError",
+    "aclose_quietly",
+    "base_url",
+    "clean_strings",
+    "client_kwargs",
+    "data_url",
+    "max_tokens",
+    "reasoning_level",
+    "request_headers",
+    "resolve_api_key",
+    "safe_id",
+    "text_of",
+]
+
+DEFAULT_MAX_TOKENS_CAP = 32_000
+"""Without an explicit ``max_tokens``, ask for ``min(model.max_tokens, 32000)`` (pi's default)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class MissingApiKeyError(Exception):
+    """No key was given and none is set in the provider's environment variable."""
+
+
+def resolve_api_key(model: Model, options: StreamOptions) -> str:
+    """The key to send: explicit option, else the provider's env variable; local servers get a dummy."""
+    key = options.api_key or get_env_api_key(model.provider)
+    if key:
+        return key
+    if model.provider in ENV_API_KEYS:
+        names = " or ".join(ENV_API_KEYS[model.provider])
+        raise MissingApiKeyError(f"No API key for provider {model.provider}: set {names}")
+    return "not-needed"  # OpenAI-compatible local servers ignore it, the SDK insists on one
+
+
+def client_kwargs(model: Model, options: StreamOptions) -> dict[str, Any]:
+    """Constructor arguments shared by the OpenAI and Anthropic clients."""
+    kwargs: dict[str, Any] = {
+        "api_key": resolve_api_key(model, options),
+        "base_url": base_url(model, options),
+        "default_headers": request_headers(model, options) or None,
+        "max_retries": options.max_retries,
+    }
+    if options.timeout is not None:
+        kwargs["timeout"] = options.timeout
+    return kwargs
+
+
+def base_url(model: Model, options: StreamOptions) -> str | None:
+    """Where to send the request: option, model, then the provider's default."""
+    return options.base_url or model.base_url or DEFAULT_BASE_URLS.get(model.provider)
+
+
+def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
+    """Model headers overlaid with per-request headers."""
+    return {**dict(model.headers), **dict(options.headers or {})}
+
+
+def max_tokens(model: Model, options: StreamOptions) -> int:
+    """The output-token limit to request."""
+    return options.max_tokens or min(model.max_tokens, DEFAULT_MAX_TOKENS_CAP)
+
+
+def reasoning_level(model: Model, options: StreamOptions) -> ThinkingLevel | None:
+    """The requested thinking level, or None when the model cannot reason or none was asked for."""
+    if not model.reasoning or options.reasoning is None:
+        return None
+    return options.reasoning
+
+
+def clean_strings(value: Any) -> Any:
+    """Drop lone UTF-16 surrogates from every string (stored messages may hold them; HTTP bodies cannot)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("", value) if not value.isascii() and _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {k: clean_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_strings(v) for v in value]
+    return value
+
+
+def data_url(block: Mapping[str, Any]) -> str:
+    """An image block as a ``data:`` URL."""
+    return f"data:{block.get('mimeType', 'image/png')};base64,{block.get('data', '')}"
+
+
+def text_of(content: Any, separator: str = "\n") -> str:
+    """The text blocks of a content list (or the string itself), joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return separator.join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def images_of(content: Any) -> list[dict[str, Any]]:
+    """The image blocks of a content list."""
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "image"]
+
+
+def safe_id(raw: str, limit: int) -> str:
+    """A tool-call id made of ``[A-Za-z0-9_-]`` and at most ``limit`` long; stable for the same input."""
+    cleaned = _UNSAFE_ID.sub("_", raw) or "call"
+    if len(cleaned) <= limit and cleaned == raw:
+        return raw
+    if len(cleaned) > limit:
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        cleaned = cleaned[: limit - 13] + "_" + digest
+    return cleaned
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id for servers that send none."""
+    import secrets
+
+    return "call_" + secrets.token_hex(12)
+
+
+async def aclose_quietly(close: Callable[[], Awaitable[Any]]) -> None:
+    """Close a response or client even while the surrounding task is being cancelled."""
+    # Closing a broken connection must not mask the real outcome.
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        await close()
+
+
+def last_user_index(messages: list[Message] | list[dict[str, Any]]) -> int:
+    """Index of the last message with role ``user`` (-1 when none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index
+    return -1
