@@ -1,0 +1,154 @@
+"""Low-level file helpers for the JSONL store: exclusive creation, whole writes, atomic rewrites, free names.
+
+Pure OS plumbing on paths and descriptors; it must not know what a session or an entry is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from ..errors import StorageError
+from . import lock
+
+__all__ = [
+    "FILE_MODE",
+    "atomic_replace",
+    "create_exclusive",
+    "ensure_dir",
+    "first_free",
+    "fsync_dir",
+    "read_all",
+    "write_all",
+    "write_new_file",
+]
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def ensure_dir(directory: Path) -> None:
+    """Create ``directory`` and missing parents with mode 0700 (existing ones are left alone)."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(path, DIR_MODE)  # a umask must not loosen it
+
+
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory so a rename or a new file in it survives a crash (best effort where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems refuse fsync on directories
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` with one ``os.write`` (continuing only if the kernel wrote less)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_all(path: Path) -> bytes:
+    """The whole file as bytes."""
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def create_exclusive(path: Path) -> int:
+    """Create ``path`` (0600, parents 0700) exclusively and return an ``O_APPEND`` write descriptor."""
+    ensure_dir(path.parent)
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC, FILE_MODE)
+    except FileExistsError as exc:
+        raise StorageError(f"{path}: already exists", path=str(path)) from exc
+
+
+def first_free(base: Path, suffix: str) -> Path:
+    """``<base><suffix><n>`` for the first n >= 1 that does not exist."""
+    n = 1
+    while True:
+        candidate = base.with_name(f"{base.name}{suffix}{n}")
+        if not os.path.lexists(candidate):
+            return candidate
+        n += 1
+
+
+def write_new_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to a new file ``path`` (0600, must not exist) and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, FILE_MODE)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_file(directory: Path, stem: str) -> tuple[Path, int]:
+    for n in range(1000):
+        temp = directory / f".{stem}.tmp-{os.getpid()}-{n}"
+        try:
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC, FILE_MODE)
+        except FileExistsError:
+            continue
+        return temp, fd
+    raise StorageError(f"{directory}: cannot create a temporary file", path=str(directory))
+
+
+def atomic_replace(
+    path: Path, data: bytes, *, exclusive: bool = False, keep_open: bool = False
+) -> int | None:
+    """Write ``data`` to a temp file in the same directory, fsync, move it to ``path``, fsync the directory.
+
+    ``exclusive`` fails (``StorageError``) when ``path`` already exists instead of replacing it. With
+    ``keep_open`` the new file is writer-locked before it becomes visible and its ``O_APPEND`` descriptor is
+    returned for further appends (the caller owns it).
+    """
+    ensure_dir(path.parent)
+    temp, fd = _temp_file(path.parent, path.name)
+    try:
+        if keep_open:
+            lock.acquire(fd, path)
+        write_all(fd, data)
+        os.fsync(fd)
+        if exclusive:
+            try:
+                os.link(temp, path)
+            except FileExistsError as exc:
+                raise StorageError(f"{path}: already exists", path=str(path)) from exc
+            except OSError:  # no hard links on this file system: check, then rename
+                if os.path.lexists(path):
+                    raise StorageError(f"{path}: already exists", path=str(path)) from None
+                os.replace(temp, path)
+            else:
+                os.unlink(temp)
+        else:
+            os.replace(temp, path)
+        fsync_dir(path.parent)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    if keep_open:
+        return fd
+    os.close(fd)
+    return None

@@ -1,0 +1,350 @@
+"""The store protocol every back end implements, the ``Problem`` record, and the shared envelope index.
+
+Knows only the entry envelope (``type``, ``id``, ``parentId``, ``timestamp``) and raw lines; it must not
+interpret messages, labels or leaves (that is the manager's and the context builder's job).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import _json
+from ..errors import CorruptSessionError, SessionError
+
+__all__ = ["DURABILITY_MODES", "Durability", "EntryStore", "IndexedStore", "Problem", "check_envelope"]
+
+Durability = Literal["flush", "fsync", "batch"]
+DURABILITY_MODES: tuple[str, ...] = ("flush", "fsync", "batch")
+
+
+@dataclass(slots=True)
+class Problem:
+    """Something found while loading or writing a session that did not stop the work.
+
+    ``kind`` is one of ``bad_header``, ``bad_line``, ``torn_tail``, ``torn_tail_moved``, ``missing_newline``,
+    ``blank_lines``, ``extra_header``, ``duplicate_id``, ``dangling_parent``, ``cycle``, ``migrated``,
+    ``changed_on_disk`` (back ends and the manager may add their own). ``line`` is the 1-based physical line
+    number in the file (``None`` when it does not apply); ``message`` names the file and the line.
+    """
+
+    kind: str
+    line: int | None
+    message: str
+    entry_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``entryId`` omitted when unknown)."""
+        out: dict[str, Any] = {"kind": self.kind, "line": self.line, "message": self.message}
+        if self.entry_id is not None:
+            out["entryId"] = self.entry_id
+        return out
+
+
+def check_envelope(entry: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` unless ``entry`` has a string ``type``/``id`` and a string-or-null ``parentId``."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"an entry must be a JSON object, not {type(entry).__name__}")
+    if not isinstance(entry.get("type"), str) or not isinstance(entry.get("id"), str):
+        raise ValueError("an entry needs a string 'type' and a string 'id'")
+    if entry.get("type") == "session":
+        raise ValueError("a 'session' header cannot be appended as an entry")
+    parent = entry.get("parentId")
+    if parent is not None and not isinstance(parent, str):
+        raise ValueError("an entry's 'parentId' must be a string or null")
+
+
+class EntryStore(ABC):
+    """An append-only sequence of session entries plus the header: what the tree and the manager build on.
+
+    Positions ``i`` run over valid entries in file order (header excluded, duplicate ids included).
+    ``generation`` changes when the index is rebuilt from scratch (a file that changed on disk), so
+    derived indexes (``TreeIndex``) know to rebuild.
+    """
+
+    path: Path | None
+    header: dict[str, Any] | None
+    problems: list[Problem]
+    read_only: bool
+    generation: int
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of valid entries (duplicate ids included, header excluded)."""
+
+    @abstractmethod
+    def id_at(self, i: int) -> str:
+        """The ``id`` of entry ``i``."""
+
+    @abstractmethod
+    def parent_at(self, i: int) -> str | None:
+        """The ``parentId`` of entry ``i`` (``None`` when null, missing or not a string)."""
+
+    @abstractmethod
+    def type_at(self, i: int) -> str:
+        """The ``type`` of entry ``i``."""
+
+    @abstractmethod
+    def timestamp_at(self, i: int) -> str | None:
+        """The ``timestamp`` of entry ``i`` (``None`` when missing or not a string)."""
+
+    @abstractmethod
+    def entry_at(self, i: int) -> dict[str, Any]:
+        """Entry ``i`` decoded (cached; callers must not mutate it)."""
+
+    @abstractmethod
+    def raw_at(self, i: int) -> bytes:
+        """The exact bytes of entry ``i``'s line, without ``\\n`` and a trailing ``\\r``."""
+
+    @abstractmethod
+    def index_of(self, entry_id: str) -> int | None:
+        """Position of the LAST entry with this id (pi's index behaviour), or ``None``."""
+
+    @abstractmethod
+    def line_of(self, i: int) -> int | None:
+        """1-based physical line number of entry ``i`` (``None`` when the store has no file lines)."""
+
+    @abstractmethod
+    def entries(self) -> list[dict[str, Any]]:
+        """All entries decoded, in file order (entries not yet cached are decoded without caching)."""
+
+    @abstractmethod
+    def append(self, entry: Mapping[str, Any]) -> None:
+        """Persist one entry (according to the durability setting) and add it to the index."""
+
+    @abstractmethod
+    def set_header(self, header: Mapping[str, Any]) -> None:
+        """Give a store that has no header yet its header (written together with the first entry)."""
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Make every appended entry durable (fsync in ``batch`` mode; no-op where nothing is pending)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the writer lock and file handles; idempotent. Reads keep working afterwards."""
+
+    @property
+    @abstractmethod
+    def file_exists(self) -> bool:
+        """Whether the backing file exists on disk (always ``False`` for memory stores)."""
+
+    @property
+    @abstractmethod
+    def is_persisted(self) -> bool:
+        """Whether the header has been written (a file store with entries on disk)."""
+
+    @property
+    def has_duplicates(self) -> bool:
+        """Whether some id occurs more than once."""
+        return False
+
+    def is_duplicate(self, entry_id: str) -> bool:
+        """Whether ``entry_id`` occurs more than once."""
+        return False
+
+    def envelope_lists(self) -> tuple[list[str], list[str | None]]:
+        """Ids and parent ids of all positions (read-only views for fast whole-tree passes)."""
+        n = len(self)
+        return [self.id_at(i) for i in range(n)], [self.parent_at(i) for i in range(n)]
+
+    def parent_positions(self, start: int = 0) -> list[int]:
+        """For each position from ``start``: the position of its parent (last copy), or -1 (null/missing)."""
+        out: list[int] = []
+        for i in range(start, len(self)):
+            parent = self.parent_at(i)
+            j = self.index_of(parent) if parent else None
+            out.append(-1 if j is None else j)
+        return out
+
+    def __enter__(self) -> EntryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class IndexedStore(EntryStore):
+    """The envelope index shared by the file and memory stores: compact lists, a last-wins id map, a cache.
+
+    Subclasses provide ``raw_at`` and ``line_of``; everything else lives here.
+    """
+
+    def __init__(self) -> None:
+        self.path = None
+        self.header = None
+        self.problems = []
+        self.read_only = False
+        self.generation = 0
+        self._lock = threading.RLock()
+        self._reset_index()
+
+    def _reset_index(self) -> None:
+        self._ids: list[str] = []
+        self._parents: list[str | None] = []
+        self._types: list[str] = []
+        self._timestamps: list[str | None] = []
+        self._index: dict[str, int] = {}
+        self._cache: dict[int, dict[str, Any]] = {}
+        self._duplicates: set[str] = set()
+        self._type_names: dict[str, str] = {}
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def id_at(self, i: int) -> str:
+        return self._ids[i]
+
+    def parent_at(self, i: int) -> str | None:
+        return self._parents[i]
+
+    def type_at(self, i: int) -> str:
+        return self._types[i]
+
+    def timestamp_at(self, i: int) -> str | None:
+        return self._timestamps[i]
+
+    def index_of(self, entry_id: str) -> int | None:
+        return self._index.get(entry_id)
+
+    @property
+    def has_duplicates(self) -> bool:
+        return bool(self._duplicates)
+
+    def is_duplicate(self, entry_id: str) -> bool:
+        return entry_id in self._duplicates
+
+    def envelope_lists(self) -> tuple[list[str], list[str | None]]:
+        n = len(self._ids)
+        return self._ids[:n], self._parents[:n]
+
+    def parent_positions(self, start: int = 0) -> list[int]:
+        get = self._index.get
+        return [get(p, -1) if p else -1 for p in self._parents[start : len(self._ids)]]
+
+    @property
+    def duplicate_ids(self) -> frozenset[str]:
+        """Ids that occur more than once."""
+        return frozenset(self._duplicates)
+
+    def ids(self) -> list[str]:
+        """All ids in file order (a copy)."""
+        return list(self._ids)
+
+    def entry_at(self, i: int) -> dict[str, Any]:
+        cached = self._cache.get(i)
+        if cached is None:
+            cached = self._decode(i)
+            self._cache[i] = cached
+        return cached
+
+    def entries(self) -> list[dict[str, Any]]:
+        cache = self._cache
+        return [cache.get(i) or self._decode(i) for i in range(len(self._ids))]
+
+    def iter_entries(self) -> Iterator[dict[str, Any]]:
+        """Entries decoded one by one, in file order, without filling the cache."""
+        for i in range(len(self._ids)):
+            yield self._cache.get(i) or self._decode(i)
+
+    def clear_cache(self) -> None:
+        """Drop every decoded entry (they are decoded again on demand)."""
+        self._cache.clear()
+
+    def _decode(self, i: int) -> dict[str, Any]:
+        raw = self.raw_at(i)
+        try:
+            value = _json.loads(raw)
+        except ValueError as exc:
+            raise CorruptSessionError(
+                f"{self._where()}: line {self.line_of(i)}: entry no longer parses: {exc}",
+                path=str(self.path) if self.path else None,
+                line=self.line_of(i),
+            ) from exc
+        if not isinstance(value, dict):
+            raise CorruptSessionError(f"{self._where()}: line {self.line_of(i)}: entry is not an object")
+        return value
+
+    def _where(self) -> str:
+        return str(self.path) if self.path is not None else "<memory>"
+
+    # -- index maintenance ---------------------------------------------------------------------------
+    def _add(self, entry_id: str, parent: str | None, kind: str, timestamp: str | None) -> int:
+        """Add one envelope to the index; returns its position and reports a duplicate id."""
+        i = len(self._ids)
+        self._parents.append(parent)
+        self._types.append(self._type_names.setdefault(kind, kind))
+        self._timestamps.append(timestamp)
+        self._ids.append(entry_id)  # last: readers use len(self._ids)
+        if entry_id in self._index:
+            self._duplicates.add(entry_id)
+            self.problems.append(
+                Problem(
+                    "duplicate_id",
+                    self.line_of(i),
+                    f"{self._where()}: line {self.line_of(i)}: duplicate entry id {entry_id!r} "
+                    f"(also on line {self.line_of(self._index[entry_id])}; the later entry wins)",
+                    entry_id,
+                )
+            )
+        self._index[entry_id] = i
+        return i
+
+    def _install(
+        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+    ) -> None:
+        """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids."""
+        self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
+        self._index = dict(zip(ids, range(len(ids)), strict=True))
+        self._cache = {}
+        if len(self._index) != len(ids):
+            first: dict[str, int] = {}
+            for i, entry_id in enumerate(ids):
+                if entry_id in first:
+                    self._duplicates.add(entry_id)
+                    self.problems.append(
+                        Problem(
+                            "duplicate_id",
+                            self.line_of(i),
+                            f"{self._where()}: line {self.line_of(i)}: duplicate entry id {entry_id!r} "
+                            f"(also on line {self.line_of(first[entry_id])}; the later entry wins)",
+                            entry_id,
+                        )
+                    )
+                first[entry_id] = i
+        self._report_dangling()
+
+    def _report_dangling(self, start: int = 0) -> None:
+        """Report entries from ``start`` on whose parent id is not in the store."""
+        index = self._index
+        parents = self._parents
+        missing = set(parents[start:] if start else parents).difference(index)
+        missing.discard(None)
+        if not missing:
+            return
+        for i in range(start, len(parents)):
+            p = parents[i]
+            if p is not None and p in missing:
+                self.problems.append(
+                    Problem(
+                        "dangling_parent",
+                        self.line_of(i),
+                        f"{self._where()}: line {self.line_of(i)}: entry {self._ids[i]!r} has parent "
+                        f"{p!r}, which is not in the session (it becomes a root)",
+                        self._ids[i],
+                    )
+                )
+
+    def _check_new_header(self, header: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(header, Mapping) or header.get("type") != "session":
+            raise ValueError("a session header needs type 'session'")
+        if not isinstance(header.get("id"), str):
+            raise ValueError("a session header needs a string 'id'")
+        if self.header is not None:
+            raise SessionError(f"{self._where()}: the session already has a header", kind="invalid_argument")
+        return dict(header)

@@ -1,0 +1,480 @@
+"""The JSONL file store: pi's session file read once into an envelope index, entries decoded on demand.
+
+Appends with one ``write`` per entry under an advisory lock; never rewrites lines except by an atomic
+migration, and never touches a file it cannot read as a session (damaged headers raise instead).
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Callable, Container, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import _json
+from ..errors import CorruptSessionError, SessionError, SessionNotFoundError, StorageError
+from ..ids import new_entry_id
+from . import _fileio, lock
+from ._scan import scan
+from .base import DURABILITY_MODES, Durability, IndexedStore, Problem, check_envelope
+from .migrate import migrate_entries, needs_migration, session_version
+
+__all__ = ["JsonlStore"]
+
+_BOM = b"\xef\xbb\xbf"
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _find_header(data: bytes) -> tuple[int, int, int] | None:
+    """``(start, stop, line_number)`` of the first non-blank line (a leading BOM skipped), or ``None``."""
+    pos = len(_BOM) if data.startswith(_BOM) else 0
+    line_no = 1
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        stop = len(data) if nl < 0 else nl
+        if data[pos:stop].strip():
+            return pos, stop, line_no
+        pos = stop + 1
+        line_no += 1
+    return None
+
+
+def _parse_header(data: bytes, where: str) -> tuple[dict[str, Any], int, int] | None:
+    """The header object, the offset after its line and its line number; raises on a damaged header."""
+    found = _find_header(data)
+    if found is None:
+        return None
+    start, stop, line_no = found
+    try:
+        header = _json.loads(data[start:stop])
+    except ValueError:
+        header = None
+    if (
+        not isinstance(header, dict)
+        or header.get("type") != "session"
+        or not isinstance(header.get("id"), str)
+    ):
+        raise CorruptSessionError(
+            f"{where}: line {line_no}: first line is not a valid session header "
+            "(the file is left unchanged; `sessiontree check --repair` can recover its entries)",
+            path=where,
+            line=line_no,
+        )
+    return header, stop, line_no
+
+
+def _decode_for_migration(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Every parseable object line (header first), as pi's loader keeps them, and the lines it drops."""
+    objects: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    body = data[len(_BOM) :] if data.startswith(_BOM) else data
+    for n, line in enumerate(body.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = _json.loads(line)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            objects.append(value)
+        else:
+            problems.append(
+                Problem(
+                    "bad_line",
+                    n,
+                    f"{where}: line {n}: not a JSON object; dropped by the migration (the backup keeps it)",
+                )
+            )
+    return objects, problems
+
+
+class JsonlStore(IndexedStore):
+    """A pi session file. Build with ``open``, ``create`` or ``write_new``; positions index valid entries."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        read_only: bool = False,
+        durability: Durability = "flush",
+        id_factory: Callable[[Container[str]], str] = new_entry_id,
+    ) -> None:
+        super().__init__()
+        if durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
+        self.path = self._path = Path(path)
+        self.read_only = read_only
+        self.durability: Durability = durability
+        self._id_factory = id_factory
+        self._buf = b""
+        self._starts: array[int] = array("q")
+        self._ends: array[int] = array("q")
+        self._lines: array[int] = array("q")
+        self._extra: list[bytes] = []
+        self._n_loaded = 0
+        self._next_line = 1
+        self._fd: int | None = None
+        self._exists = False
+        self._header_written = False
+        self._identity: tuple[int, int, int] | None = None
+        self._size = 0
+        self._torn: tuple[int, int] | None = None
+        self._needs_newline = False
+        self._clear_on_first_write = False
+        self._dirty = False
+        self._closed = False
+
+    # -- constructors --------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        durability: Durability = "flush",
+        id_factory: Callable[[Container[str]], str] = new_entry_id,
+        missing_ok: bool = False,
+    ) -> JsonlStore:
+        """Open an existing session file (v1/v2 files are migrated; a 0-byte file is a new session).
+
+        Raises ``SessionNotFoundError`` for a missing file (unless ``missing_ok``: then the store is a new
+        session at that path), ``CorruptSessionError`` for a damaged header (the file is not modified).
+        """
+        store = cls(Path(path), read_only=read_only, durability=durability, id_factory=id_factory)
+        try:
+            data = _fileio.read_all(store._path)
+            st = os.stat(store._path)
+        except FileNotFoundError as exc:
+            if missing_ok:
+                return store
+            raise SessionNotFoundError(f"Session file not found: {path}", path=str(path)) from exc
+        except IsADirectoryError as exc:
+            raise StorageError(f"{path}: is a directory", path=str(path)) from exc
+        except OSError as exc:
+            raise StorageError(f"{path}: {exc.strerror or exc}", path=str(path)) from exc
+        store._exists = True
+        store._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=True)
+        return store
+
+    @classmethod
+    def create(
+        cls, path: str | Path, header: Mapping[str, Any], *, durability: Durability = "flush"
+    ) -> JsonlStore:
+        """A new session at ``path``; nothing is written until the first ``append`` (header + entry)."""
+        store = cls(Path(path), durability=durability)
+        if os.path.lexists(store._path):
+            raise StorageError(f"{path}: already exists", path=str(path))
+        store.set_header(header)
+        return store
+
+    @classmethod
+    def write_new(
+        cls,
+        path: str | Path,
+        header: Mapping[str, Any],
+        lines: Iterable[Mapping[str, Any] | bytes],
+        *,
+        durability: Durability = "flush",
+    ) -> JsonlStore:
+        """Create ``path`` now (it must not exist) with the header and ``lines``; bytes lines are copied verbatim.
+
+        The file appears atomically (temp file, fsync, link) and the returned store holds its writer lock.
+        """
+        store = cls(Path(path), durability=durability)
+        head = store._check_new_header(header)
+        parts = [_json.dumps_bytes(head)]
+        for line in lines:
+            if isinstance(line, (bytes, bytearray, memoryview)):
+                parts.append(bytes(line).rstrip(b"\r\n"))
+            else:
+                check_envelope(line)
+                parts.append(_json.dumps_bytes(line))
+        parts.append(b"")
+        blob = b"\n".join(parts)
+        fd = _fileio.atomic_replace(store._path, blob, exclusive=True, keep_open=True)
+        assert fd is not None
+        st = os.fstat(fd)
+        store._fd = fd
+        store._exists = True
+        store._load(blob, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
+        return store
+
+    # -- loading -------------------------------------------------------------------------------------
+    def _load(self, data: bytes, identity: tuple[int, int, int], *, allow_migration: bool) -> None:
+        where = str(self.path)
+        parsed = _parse_header(data, where)
+        self._reset_index()
+        self._buf, self._size, self._identity = data, len(data), identity
+        self._extra = []
+        self._torn = None
+        self._clear_on_first_write = False
+        if parsed is None:  # empty or whitespace-only: a new session at this path
+            self.header = None
+            self._header_written = False
+            self._clear_on_first_write = bool(data)
+            self._starts, self._ends, self._lines = array("q"), array("q"), array("q")
+            self._n_loaded, self._next_line, self._needs_newline = 0, 1, False
+            return
+        header, header_end, header_line = parsed
+        if needs_migration(header):
+            if not allow_migration:
+                raise StorageError(f"{where}: became an old-format session while open", path=where)
+            self._migrate(data)
+            return
+        self.header = header
+        self._header_written = True
+        result = scan(data, min(header_end + 1, len(data)), len(data), header_line + 1, where)
+        self._starts, self._ends, self._lines = result.starts, result.ends, result.lines
+        self._n_loaded = len(result.ids)
+        self.problems.extend(result.problems)
+        self._install(result.ids, result.parents, result.types, result.timestamps)
+        if result.torn_offset is not None:
+            self._torn = (result.torn_offset, result.torn_line or 0)
+            self._next_line = result.torn_line or 0
+        else:
+            self._next_line = max(result.end_line, header_line) + 1
+        self._needs_newline = result.needs_newline or header_end == len(data)
+        if header_end == len(data):
+            self.problems.append(
+                Problem(
+                    "missing_newline",
+                    header_line,
+                    f"{where}: line {header_line}: "
+                    "the header has no final newline; one is written before the next entry",
+                )
+            )
+
+    def _migrate(self, data: bytes) -> None:
+        """Migrate a v1/v2 file: in memory when read-only, else backup + atomic rewrite under the lock."""
+        where = str(self.path)
+        path = self.path
+        assert path is not None
+        old_fd: int | None = None
+        if not self.read_only:
+            old_fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+            try:
+                lock.acquire(old_fd, path)
+                data = _fileio.read_all(path)  # the content as it is now that we hold the lock
+                parsed = _parse_header(data, where)
+                if parsed is None or not needs_migration(parsed[0]):  # emptied or migrated meanwhile
+                    st = os.fstat(old_fd)
+                    self._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
+                    os.close(old_fd)
+                    return
+            except BaseException:
+                os.close(old_fd)
+                raise
+        try:
+            objects, dropped = _decode_for_migration(data, where)
+            result = migrate_entries(objects, id_factory=self._id_factory)
+            blob = b"".join(_json.dumps_bytes(e) + b"\n" for e in result.entries)
+            version = session_version(objects[0])
+            tag = str(int(version)) if version == version and version.is_integer() else "x"
+            if self.read_only:
+                note = "in memory only (opened read-only; the file is unchanged)"
+                identity = self._identity or (0, 0, 0)
+            else:
+                backup = path.with_name(f"{path.name}.v{tag}.bak")
+                if os.path.lexists(backup) and _fileio.read_all(backup) != data:
+                    backup = _fileio.first_free(backup, "-")
+                if not os.path.lexists(backup):
+                    _fileio.write_new_file(backup, data)
+                fd = _fileio.atomic_replace(path, blob, keep_open=True)
+                assert fd is not None
+                self._fd = fd
+                st = os.fstat(fd)
+                identity = (st.st_dev, st.st_ino, st.st_size)
+                note = f"the original is kept as {backup}"
+        finally:
+            if old_fd is not None:
+                os.close(old_fd)
+        self._load(blob, identity, allow_migration=False)
+        self.problems[:0] = [
+            *dropped,
+            Problem("migrated", None, f"{where}: migrated from version {tag} to 3; {note}"),
+        ]
+
+    def _reload_under_lock(self, fd: int) -> None:
+        """The file changed between reading and locking: index it again (``generation`` moves on)."""
+        data = _fileio.read_all(self._path)
+        st = os.fstat(fd)
+        old_problems = self.problems
+        self._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
+        self.problems = [
+            *old_problems,
+            Problem(
+                "changed_on_disk",
+                None,
+                f"{self.path}: the file changed on disk after it was opened; it was indexed again",
+            ),
+            *self.problems,
+        ]
+        self.generation += 1
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def raw_at(self, i: int) -> bytes:
+        if i < 0:
+            i += len(self._ids)
+        if i < self._n_loaded:
+            return self._buf[self._starts[i] : self._ends[i]]
+        return self._extra[i - self._n_loaded]
+
+    def line_of(self, i: int) -> int | None:
+        if i < 0:
+            i += len(self._ids)
+        return self._lines[i] if 0 <= i < len(self._lines) else None
+
+    @property
+    def file_exists(self) -> bool:
+        return self._exists
+
+    @property
+    def is_persisted(self) -> bool:
+        return self._exists and self._header_written
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this store holds the writer lock."""
+        return self._fd is not None
+
+    # -- writes --------------------------------------------------------------------------------------
+    def set_header(self, header: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.header = self._check_new_header(header)
+
+    def _begin_write(self) -> None:
+        """Take the lock at the first write and bring the file into a clean, appendable state."""
+        if self._closed:
+            raise SessionError(f"{self.path}: the store is closed", kind="invalid_state", path=str(self.path))
+        if self.read_only:
+            raise SessionError(f"{self.path}: opened read-only", kind="read_only", path=str(self.path))
+        if self._fd is not None or not self._exists:
+            return
+        try:
+            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | _CLOEXEC)
+        except OSError as exc:
+            raise StorageError(
+                f"{self.path}: cannot open for writing: {exc.strerror or exc}", path=str(self.path)
+            ) from exc
+        try:
+            lock.acquire(fd, self._path)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino, st.st_size) != self._identity:
+                self._reload_under_lock(fd)
+            if self._clear_on_first_write:
+                os.ftruncate(fd, 0)
+                self._size = 0
+                self._clear_on_first_write = False
+            if self._torn is not None:
+                self._cut_torn_tail(fd, *self._torn)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def _cut_torn_tail(self, fd: int, offset: int, line: int) -> None:
+        path = self.path
+        assert path is not None
+        aside = _fileio.first_free(path, ".torn-")
+        _fileio.write_new_file(aside, self._buf[offset : self._size])
+        os.ftruncate(fd, offset)
+        os.fsync(fd)
+        _fileio.fsync_dir(path.parent)
+        self._size = offset
+        self._torn = None
+        self._needs_newline = False
+        self.problems.append(
+            Problem(
+                "torn_tail_moved",
+                line,
+                f"{path}: line {line}: the torn last line was moved to {aside} and cut off",
+            )
+        )
+
+    def append(self, entry: Mapping[str, Any]) -> None:
+        check_envelope(entry)
+        line = _json.dumps_bytes(entry)
+        with self._lock:
+            self._begin_write()
+            if not self._header_written:
+                if self.header is None:
+                    raise SessionError(f"{self.path}: no session header to write", kind="invalid_state")
+                head = _json.dumps_bytes(self.header) + b"\n"
+                self._write(head + line + b"\n", creating=not self._exists)
+                self._header_written = True
+                self._next_line = 2
+            else:
+                self._write((b"\n" if self._needs_newline else b"") + line + b"\n", creating=False)
+                self._needs_newline = False
+            self._extra.append(line)
+            self._lines.append(self._next_line)
+            self._next_line += 1
+            parent = entry.get("parentId")
+            stamp = entry.get("timestamp")
+            self._add(entry["id"], parent, entry["type"], stamp if isinstance(stamp, str) else None)
+
+    def _write(self, data: bytes, *, creating: bool) -> None:
+        path = self.path
+        assert path is not None
+        if creating:
+            new_fd = _fileio.create_exclusive(path)
+            try:
+                lock.acquire(new_fd, path)
+            except BaseException:
+                os.close(new_fd)
+                raise
+            self._fd, self._exists = new_fd, True
+        fd = self._fd
+        assert fd is not None
+        try:
+            _fileio.write_all(fd, data)
+        except OSError as exc:
+            try:  # leave no torn tail behind
+                os.ftruncate(fd, self._size)
+            except OSError:
+                self._needs_newline = True  # whatever got written, the next entry starts on a new line
+                self._size = os.fstat(fd).st_size
+            raise StorageError(f"{path}: write failed: {exc.strerror or exc}", path=str(path)) from exc
+        self._size += len(data)
+        if creating or self._identity is None:
+            self._identity = self._stat_identity(fd)
+        else:
+            self._identity = (self._identity[0], self._identity[1], self._size)
+        if self.durability == "fsync":
+            os.fsync(fd)
+            if creating:
+                _fileio.fsync_dir(path.parent)
+        elif self.durability == "batch":
+            self._dirty = True
+
+    @staticmethod
+    def _stat_identity(fd: int) -> tuple[int, int, int]:
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino, st.st_size
+
+    def sync(self) -> None:
+        with self._lock:
+            if self._fd is not None and self._dirty:
+                os.fsync(self._fd)
+                if self.path is not None:
+                    _fileio.fsync_dir(self.path.parent)
+                self._dirty = False
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                try:
+                    if self._dirty:
+                        os.fsync(self._fd)
+                        self._dirty = False
+                finally:
+                    lock.release(self._fd)
+                    os.close(self._fd)
+                    self._fd = None
+            self._closed = True
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)

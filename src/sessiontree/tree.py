@@ -1,0 +1,341 @@
+"""The tree index over a store: cycle-safe paths to the root, children, and pi's ``getTree`` result.
+
+Works on envelope data only (ids, parents, timestamps) and decodes entries lazily; it must not read files,
+compute labels or build contexts. Every walk is iterative with visited sets, so cycles and deep chains are safe.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable, Mapping
+from functools import cmp_to_key
+from typing import Any
+
+from .ids import parse_iso_ms
+from .storage.base import EntryStore, Problem
+
+__all__ = ["TreeIndex", "TreeNode"]
+
+
+class TreeNode:
+    """One node of ``get_tree()``: an entry (decoded on first access), its children, its label."""
+
+    __slots__ = ("_store", "children", "index", "label", "label_timestamp")
+
+    def __init__(self, store: EntryStore, index: int) -> None:
+        self._store = store
+        self.index = index
+        self.children: list[TreeNode] = []
+        self.label: str | None = None
+        self.label_timestamp: str | None = None
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The entry (a plain dict; do not mutate)."""
+        return self._store.entry_at(self.index)
+
+    @property
+    def id(self) -> str:
+        """The entry id, without decoding the entry."""
+        return self._store.id_at(self.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        """pi's JSON shape ``{entry, children, label?, labelTimestamp?}`` (built iteratively)."""
+        root = self._shell()
+        stack: list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            for child in node.children:
+                child_out = child._shell()
+                out["children"].append(child_out)
+                stack.append((child, child_out))
+        return root
+
+    def _shell(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"entry": self.entry, "children": []}
+        if self.label is not None:
+            out["label"] = self.label
+        if self.label_timestamp is not None:
+            out["labelTimestamp"] = self.label_timestamp
+        return out
+
+    def __repr__(self) -> str:
+        return f"TreeNode({self.id!r}, children={len(self.children)})"
+
+
+def _compare(a: float, b: float) -> int:
+    # JavaScript's comparator `a - b` with NaN for unparseable dates. Python's sort only asks `cmp(x, y) < 0`,
+    # so the float difference (NaN included) is returned as is; the annotation is for cmp_to_key's sake.
+    diff: Any = a - b
+    return diff  # type: ignore[no-any-return]
+
+
+_SORT_KEY = cmp_to_key(_compare)
+
+
+class TreeIndex:
+    """Parent/child relations of a store's entries. Call ``on_append(i)`` after each ``store.append``.
+
+    Problems found while walking (cycles) are collected in ``problems``, each reported once.
+    """
+
+    def __init__(self, store: EntryStore) -> None:
+        self.store = store
+        self.problems: list[Problem] = []
+        self._reported: set[tuple[str, str]] = set()
+        self._generation = store.generation
+        self._ppos: list[int] | None = None
+        self._children: dict[str | None, list[int]] | None = None
+        self._times: dict[int, float] = {}
+
+    def _invalidate(self) -> None:
+        self._ppos = None
+        self._children = None
+
+    def _check_generation(self) -> None:
+        if self._generation != self.store.generation:
+            self._generation = self.store.generation
+            self._invalidate()
+            self._times = {}
+
+    def on_append(self, i: int) -> None:
+        """Keep the index current after ``store.append`` added entry ``i``."""
+        self._check_generation()
+        store = self.store
+        if store.is_duplicate(store.id_at(i)):
+            self._invalidate()  # a reused id re-points existing edges: rebuild lazily
+            return
+        if self._ppos is not None:
+            if len(self._ppos) == i:
+                self._ppos.extend(store.parent_positions(i))
+            else:
+                self._ppos = None
+        if self._children is not None:
+            self._children.setdefault(store.parent_at(i), []).append(i)
+
+    def _parent_positions(self) -> list[int]:
+        ppos = self._ppos
+        n = len(self.store)
+        if ppos is None:
+            ppos = self._ppos = self.store.parent_positions()
+        elif len(ppos) < n:  # appends the caller did not announce
+            ppos.extend(self.store.parent_positions(len(ppos)))
+        return ppos
+
+    # -- paths ---------------------------------------------------------------------------------------
+    def path_to_root(self, i: int) -> list[int]:
+        """Positions from the root down to entry ``i``; stops at a null/missing parent or a cycle."""
+        self._check_generation()
+        ppos = self._parent_positions()
+        n = len(ppos)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"no entry at position {i}")
+        path: list[int] = []
+        append = path.append
+        current = i
+        for _ in range(n):
+            append(current)
+            current = ppos[current]
+            if current < 0:
+                break
+        else:  # more steps than entries: a cycle; walk again, stopping at the first repeat
+            path = []
+            seen: set[int] = set()
+            current = i
+            while current >= 0 and current not in seen:
+                seen.add(current)
+                path.append(current)
+                current = ppos[current]
+            self._report_cycle(current)
+        path.reverse()
+        return path
+
+    def _report_cycle(self, i: int) -> None:
+        entry_id = self.store.id_at(i)
+        if ("cycle", entry_id) in self._reported:
+            return
+        self._reported.add(("cycle", entry_id))
+        line = self.store.line_of(i)
+        where = str(self.store.path) if self.store.path is not None else "<memory>"
+        self.problems.append(
+            Problem(
+                "cycle",
+                line,
+                f"{where}: line {line}: entry {entry_id!r} is part of a parent cycle; walks stop there",
+                entry_id,
+            )
+        )
+
+    # -- children ------------------------------------------------------------------------------------
+    def _build_children(self) -> dict[str | None, list[int]]:
+        store = self.store
+        children: dict[str | None, list[int]] = {}
+        if not store.has_duplicates:
+            _, parents = store.envelope_lists()
+            for i, parent in enumerate(parents):
+                children.setdefault(parent, []).append(i)
+            return children
+        # pi iterates its id map: one entry per id (the last copy), in order of the id's first appearance
+        seen: set[str] = set()
+        for i in range(len(store)):
+            entry_id = store.id_at(i)
+            if entry_id in seen:
+                continue
+            seen.add(entry_id)
+            last = store.index_of(entry_id)
+            assert last is not None
+            children.setdefault(store.parent_at(last), []).append(last)
+        return children
+
+    def children_of(self, entry_id: str | None) -> list[int]:
+        """Positions of the entries whose ``parentId`` is ``entry_id``, in insertion order (pi's getChildren)."""
+        self._check_generation()
+        if self._children is None:
+            self._children = self._build_children()
+        return list(self._children.get(entry_id, ()))
+
+    # -- get_tree ------------------------------------------------------------------------------------
+    def _time(self, i: int) -> float:
+        value = self._times.get(i)
+        if value is None:
+            parsed = parse_iso_ms(self.store.timestamp_at(i))
+            value = math.nan if parsed is None else parsed
+            self._times[i] = value
+        return value
+
+    def get_tree(self, labels: Mapping[str, tuple[str, str | None]] | None = None) -> list[TreeNode]:
+        """pi's ``getTree()``: a node per id (last copy wins), roots in file order, children by timestamp.
+
+        ``labels`` maps an entry id to ``(label, labelTimestamp)``. Entries caught in a parent cycle are
+        still listed: the cycle's first entry in file order becomes an extra root (a ``cycle`` problem).
+        """
+        self._check_generation()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # one node object per entry and no garbage cycles: skip collection passes
+        try:
+            fast = None if self.store.has_duplicates else self._fast_tree()
+            if fast is None:
+                roots, by_id = self._pi_tree()
+                lookup: Callable[[str], TreeNode | None] = by_id.get
+            else:
+                roots, by_position = fast
+                index_of = self.store.index_of
+
+                def lookup(entry_id: str) -> TreeNode | None:
+                    j = index_of(entry_id)
+                    return None if j is None else by_position[j]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if labels:
+            for entry_id, (label, stamp) in labels.items():
+                labelled = lookup(entry_id)
+                if labelled is not None:
+                    labelled.label, labelled.label_timestamp = label, stamp
+        return roots
+
+    def _fast_tree(self) -> tuple[list[TreeNode], list[TreeNode]] | None:
+        """Unique ids: a node per position, parents by position. ``None`` when a cycle needs the full walk."""
+        store = self.store
+        ppos = self._parent_positions()
+        nodes = [TreeNode(store, i) for i in range(len(ppos))]
+        roots: list[TreeNode] = []
+        for i, p in enumerate(ppos):
+            if p < 0 or p == i:
+                roots.append(nodes[i])
+            else:
+                nodes[p].children.append(nodes[i])
+        stack = list(roots)
+        visited = 0
+        sort = self._sort_children
+        while stack:
+            node = stack.pop()
+            visited += 1
+            children = node.children
+            if children:
+                if len(children) > 1:
+                    sort(node)
+                stack.extend(children)
+        if visited != len(nodes):
+            return None
+        return roots, nodes
+
+    def _pi_tree(self) -> tuple[list[TreeNode], dict[str, TreeNode]]:
+        """pi's construction keyed by id (a duplicated id's node hangs under each copy's parent), cycle-safe."""
+        store = self.store
+        ids, parents = store.envelope_lists()
+        nodes: dict[str, TreeNode] = {}
+        for i, entry_id in enumerate(ids):
+            nodes[entry_id] = TreeNode(store, i)
+        roots: list[TreeNode] = []
+        for i, entry_id in enumerate(ids):
+            node = nodes[entry_id]
+            parent = parents[i]
+            holder = nodes.get(parent) if parent is not None and parent != entry_id else None
+            if holder is None:
+                roots.append(node)
+            else:
+                holder.children.append(node)
+        state: dict[int, int] = {}  # id(node) -> 1 while on the DFS stack, 2 when done
+        for root in roots:
+            self._settle(root, state)
+        if len(state) < len(nodes):
+            for i, entry_id in enumerate(ids):
+                node = nodes[entry_id]
+                if id(node) not in state and node.index == i:
+                    start = self._cycle_root(node, nodes, state)
+                    self._report_cycle(start.index)
+                    roots.append(start)
+                    self._settle(start, state)
+        return roots, nodes
+
+    def _cycle_root(self, node: TreeNode, nodes: dict[str, TreeNode], state: dict[int, int]) -> TreeNode:
+        """The first entry (file order) of the cycle above an unreachable ``node``."""
+        store = self.store
+        order: list[TreeNode] = []
+        position: dict[int, int] = {}
+        current = node
+        while id(current) not in position:
+            position[id(current)] = len(order)
+            order.append(current)
+            parent = store.parent_at(current.index)
+            above = nodes.get(parent) if parent is not None else None
+            if above is None or id(above) in state:
+                return current
+            current = above
+        cycle = order[position[id(current)] :]
+        return min(cycle, key=lambda c: c.index)
+
+    def _settle(self, root: TreeNode, state: dict[int, int]) -> None:
+        """Sort children by time and cut edges that close a cycle (iterative DFS from ``root``)."""
+        if id(root) in state:
+            return
+        stack: list[tuple[TreeNode, int]] = [(root, 0)]
+        state[id(root)] = 1
+        self._sort_children(root)
+        while stack:
+            node, k = stack[-1]
+            if k >= len(node.children):
+                state[id(node)] = 2
+                stack.pop()
+                continue
+            stack[-1] = (node, k + 1)
+            child = node.children[k]
+            mark = state.get(id(child))
+            if mark == 1:  # back edge: the child is an ancestor
+                del node.children[k]
+                stack[-1] = (node, k)
+                self._report_cycle(child.index)
+            elif mark is None:
+                state[id(child)] = 1
+                self._sort_children(child)
+                stack.append((child, 0))
+
+    def _sort_children(self, node: TreeNode) -> None:
+        children = node.children
+        if len(children) > 1:
+            time = self._time
+            children.sort(key=lambda c: _SORT_KEY(time(c.index)))
