@@ -243,3 +243,38 @@ class ScriptedSummarizer:
 
     def by_kind(self, kind: str) -> list[Any]:
         return [r for r in self.requests if r.kind == kind]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A realistic coding session (goal, reads, edits, a failing test run, a fix)
+
+REALISTIC_GOAL = "Add retry with exponential backoff to the HTTP client in src/net/client.py"
+REALISTIC_MODIFIED = ["src/net/client.py", "src/net/retry.py", "tests/test_retry.py"]
+REALISTIC_LAST_ERROR = "AssertionError: expected 3 attempts, got 4"
+
+
+def realistic_messages() -> list[dict[str, Any]]:
+    """Two turns of tool use with a read, edits, a new file, a test failure and a follow-up request."""
+    return [
+        user_msg(REALISTIC_GOAL + ". Keep the public API unchanged and do not add dependencies."),
+        assistant_msg("I'll read the client first.", [call("t1", "read", path="src/net/client.py")]),
+        tool_result_msg("t1", "read", "class Client:\n    def get(self, url): ..."),
+        assistant_msg(
+            "The retry logic belongs in a separate module because the client is already large.",
+            [call("t2", "write", path="src/net/retry.py", content="def backoff(n): ...")],
+        ),
+        tool_result_msg("t2", "write", "Wrote 1 file"),
+        assistant_msg("", [call("t3", "edit", path="src/net/client.py", oldText="a", newText="b")]),
+        tool_result_msg("t3", "edit", "Successfully replaced text in src/net/client.py"),
+        assistant_msg("", [call("t4", "read", path="src/net/config.py")]),
+        tool_result_msg("t4", "read", "ENOENT: no such file or directory, open 'src/net/config.py'", True),
+        assistant_msg("", [call("t5", "write", path="tests/test_retry.py", content="def test(): ...")]),
+        tool_result_msg("t5", "write", "Wrote 1 file"),
+        assistant_msg("", [call("t6", "bash", command="pytest tests/test_retry.py")]),
+        tool_result_msg("t6", "bash", "F\n" + REALISTIC_LAST_ERROR + "\n1 failed", True),
+        user_msg("The test counts the first call as an attempt; make max_attempts include it."),
+        assistant_msg(
+            "Understood, I'll change the loop bound.", [call("t7", "read", path="src/net/retry.py")]
+        ),
+        tool_result_msg("t7", "read", "def backoff(n): ..."),
+    ]

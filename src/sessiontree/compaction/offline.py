@@ -92,13 +92,10 @@ class _Builder:
         return text
 
 
-_LOOKUP_TOOLS = ("read", "ls", "find", "grep", "glob")
-
-
 def _step_text(step: Step) -> str:
     if step.ok is False:
         return f"{step.label} → failed: {step.error}"
-    if step.ok and step.result and not step.label.startswith(_LOOKUP_TOOLS):
+    if step.ok and step.result and step.name not in ("read", "ls", "find", "grep", "glob"):
         return f"{step.label} → {step.result}"
     return step.label
 

@@ -33,10 +33,11 @@ _ERROR_WORDS = re.compile(
     re.IGNORECASE,
 )
 _DECISION_WORDS = re.compile(
-    r"\b(i'll|i will|let's|we should|we'll|decided|decide to|instead|switch(?:ed)? to|use [a-z]|the fix|"
-    r"root cause|because|the problem is|the issue is|turns out|works now|going to)\b",
+    r"\b(decided|decide to|instead|rather than|switch(?:ed)? to|the fix|root cause|because|so that|"
+    r"the problem is|the issue is|turns out|in order to|we need to|must be)\b",
     re.IGNORECASE,
 )
+_LOOKUP_TOOLS = frozenset({"read", "ls", "find", "grep", "glob"})
 _CONSTRAINT_WORDS = re.compile(
     r"\b(must|must not|don't|do not|never|always|prefer|without|only|avoid|keep|should not|shouldn't)\b",
     re.IGNORECASE,
@@ -99,6 +100,7 @@ class Step:
     """One action: a tool call (with its result when seen) or a user-run shell command."""
 
     label: str
+    name: str = ""
     ok: bool | None = None
     result: str = ""
     error: str = ""
@@ -157,14 +159,16 @@ def _assistant(digest: Digest, message: Mapping[str, Any], pending: dict[str, St
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "toolCall":
-            step = Step(_call_label(block))
+            step = Step(_call_label(block), str(block.get("name", "")))
             digest.steps.append(step)
             if isinstance(block.get("id"), str):
                 pending[block["id"]] = step
     text = "\n".join(t for t in texts if t.strip())
+    calls = any(isinstance(b, Mapping) and b.get("type") == "toolCall" for b in message.get("content") or [])
+    # A request counts as answered by a final reply: text, no further tool calls, no error.
+    digest.answered_last_request = bool(text.strip()) and not calls and message.get("stopReason") != "error"
     if text.strip():
         digest.last_assistant_text = text.strip()
-        digest.answered_last_request = True
         for sentence in _SENTENCE.split(text):
             if _DECISION_WORDS.search(sentence) and len(sentence.strip()) > 12:
                 _add_unique(digest.decisions, clip(sentence, 240))
@@ -181,7 +185,7 @@ def _tool_result(digest: Digest, message: Mapping[str, Any], pending: dict[str, 
     text = message_text(message)
     step = pending.pop(str(message.get("toolCallId")), None)
     if step is None:
-        step = Step(f"{message.get('toolName', 'tool')} (result)")
+        step = Step(f"{message.get('toolName', 'tool')} (result)", str(message.get("toolName", "")))
         digest.steps.append(step)
     if message.get("isError"):
         step.ok = False
@@ -190,7 +194,8 @@ def _tool_result(digest: Digest, message: Mapping[str, Any], pending: dict[str, 
     else:
         step.ok = True
         step.result = clip(first_line(text), 140)
-        digest.unresolved_error = False
+        if step.name not in _LOOKUP_TOOLS:  # looking around does not resolve a failure; acting might
+            digest.unresolved_error = False
 
 
 def _bash(digest: Digest, message: Mapping[str, Any]) -> None:
@@ -198,7 +203,7 @@ def _bash(digest: Digest, message: Mapping[str, Any]) -> None:
     output = str(message.get("output", ""))
     code = message.get("exitCode")
     failed = bool(message.get("cancelled")) or (isinstance(code, (int, float)) and code != 0)
-    step = Step(f"$ {clip(command, 160)}", ok=not failed, result=clip(first_line(output), 140))
+    step = Step(f"$ {clip(command, 160)}", "bash", ok=not failed, result=clip(first_line(output), 140))
     digest.steps.append(step)
     if failed:
         step.error = clip(_error_line(output), 300) or (
