@@ -36,12 +36,30 @@ def provider_error_message(body: Any) -> str | None:
     return None
 
 
+def _whole_body(body: Any) -> str | None:
+    if isinstance(body, Mapping):
+        try:
+            return dumps(body) if body else None
+        except TypeError:
+            return str(body)
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return None
+
+
 def describe_error(exc: BaseException) -> str:
     """``"<status> <message>"`` for HTTP errors, ``"<status> status code (no body)"`` without a body, else
-    the exception's own message."""
+    the exception's own message.
+
+    As in the JavaScript SDKs: OpenAI errors carry ``error.message``; Anthropic errors carry the whole JSON
+    body (``{"type":"error","error":{...}}``), which is what pi stores and what its patterns expect.
+    """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
-    detail = provider_error_message(body)
+    if type(exc).__module__.split(".", 1)[0] == "anthropic":
+        detail = _whole_body(body)
+    else:
+        detail = provider_error_message(body)
     if isinstance(status, int) and status >= 400:
         return f"{status} {detail}" if detail else f"{status} status code (no body)"
     if detail:
