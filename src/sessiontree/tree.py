@@ -153,6 +153,29 @@ class TreeIndex:
         path.reverse()
         return path
 
+    def find_cycles(self) -> list[list[int]]:
+        """Every parent cycle (positions, in walk order), each reported once as a ``cycle`` problem."""
+        self._check_generation()
+        ppos = self._parent_positions()
+        state = bytearray(len(ppos))  # 0 unseen, 1 on the current walk, 2 finished
+        cycles: list[list[int]] = []
+        for start in range(len(ppos)):
+            if state[start]:
+                continue
+            walk: list[int] = []
+            current = start
+            while current >= 0 and not state[current]:
+                state[current] = 1
+                walk.append(current)
+                current = ppos[current]
+            if current >= 0 and state[current] == 1:
+                cycle = walk[walk.index(current) :]
+                cycles.append(cycle)
+                self._report_cycle(min(cycle))
+            for position in walk:
+                state[position] = 2
+        return cycles
+
     def _report_cycle(self, i: int) -> None:
         entry_id = self.store.id_at(i)
         if ("cycle", entry_id) in self._reported:

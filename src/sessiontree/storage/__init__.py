@@ -9,6 +9,7 @@ from .base import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Proble
 from .jsonl import JsonlStore
 from .memory import MemoryStore
 from .migrate import MigrationResult, migrate_entries, needs_migration, session_version
+from .repair import RepairReport, check_session_file, repair_session_file
 
 __all__ = [
     "DURABILITY_MODES",
@@ -19,7 +20,10 @@ __all__ = [
     "MemoryStore",
     "MigrationResult",
     "Problem",
+    "RepairReport",
+    "check_session_file",
     "migrate_entries",
     "needs_migration",
+    "repair_session_file",
     "session_version",
 ]

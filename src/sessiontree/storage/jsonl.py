@@ -334,6 +334,11 @@ class JsonlStore(IndexedStore):
         return self._exists and self._header_written
 
     @property
+    def torn_tail(self) -> tuple[int, int] | None:
+        """``(byte offset, line number)`` of a torn last line not yet cut off, else ``None``."""
+        return self._torn
+
+    @property
     def is_locked(self) -> bool:
         """Whether this store holds the writer lock."""
         return self._fd is not None
