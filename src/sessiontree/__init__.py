@@ -1,0 +1,44 @@
+"""sessiontree: an LLM agent's conversation as a durable, branchable tree in pi's JSONL session format.
+
+The public API is re-exported here; everything else is an implementation detail.
+"""
+
+from __future__ import annotations
+
+from .context import (
+    SessionContext,
+    build_context_entries,
+    build_session_context,
+    build_session_path,
+    get_session_context_settings,
+    session_entry_to_context_messages,
+)
+from .entries import CURRENT_SESSION_VERSION
+from .errors import (
+    CorruptSessionError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StorageError,
+)
+from .manager import SessionManager
+from .repo import SessionInfo
+
+__all__ = [
+    "CURRENT_SESSION_VERSION",
+    "CorruptSessionError",
+    "SessionContext",
+    "SessionError",
+    "SessionInfo",
+    "SessionLockedError",
+    "SessionManager",
+    "SessionNotFoundError",
+    "StorageError",
+    "build_context_entries",
+    "build_session_context",
+    "build_session_path",
+    "get_session_context_settings",
+    "session_entry_to_context_messages",
+]
+
+__version__ = "0.1.0"

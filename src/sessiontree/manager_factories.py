@@ -1,0 +1,282 @@
+"""How SessionManagers come to be: create, open, continue, in-memory, fork, branch into a new file, list.
+
+Separated from ``manager.py`` so that file stays about one session's state; no context logic here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import entries as E
+from .errors import CorruptSessionError, SessionError, SessionNotFoundError
+from .ids import assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
+from .repo import (
+    SessionInfo,
+    collect_session_infos,
+    ensure_private_dir,
+    find_most_recent_session,
+    get_default_session_dir,
+    get_sessions_root,
+    list_session_files,
+    resolve_cwd,
+    session_file_name,
+)
+from .storage import EntryStore, JsonlStore, MemoryStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .manager import SessionManager
+
+_MANAGER_OPTIONS = ("clock", "id_factory", "session_id_factory", "durability", "persist_leaf")
+
+
+def _split_options(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(options) - set(_MANAGER_OPTIONS)
+    if unknown:
+        raise TypeError(f"unexpected option(s): {', '.join(sorted(unknown))}")
+    return options
+
+
+def _header(
+    options: dict[str, Any], cwd: str, session_id: str | None, parent_session: str | None
+) -> tuple[dict[str, Any], str]:
+    if session_id is not None:
+        assert_valid_session_id(session_id)
+    sid = session_id if session_id is not None else options.get("session_id_factory", uuid7)()
+    ts = iso_from_ms(options.get("clock", now_ms)())
+    return E.session_header(sid, ts, cwd, parent_session), session_file_name(ts, sid)
+
+
+def _session_dir(cwd: str, session_dir: str | Path | None) -> Path:
+    directory = (
+        Path(session_dir).expanduser().resolve() if session_dir is not None else get_default_session_dir(cwd)
+    )
+    return ensure_private_dir(directory)
+
+
+def create_session(
+    cls: type[SessionManager],
+    cwd: str,
+    session_dir: str | Path | None,
+    *,
+    id: str | None,
+    parent_session: str | None,
+    **options: Any,
+) -> SessionManager:
+    opts = _split_options(options)
+    cwd = resolve_cwd(cwd)
+    directory = _session_dir(cwd, session_dir)
+    header, name = _header(opts, cwd, id, parent_session)
+    store = JsonlStore.create(directory / name, header, durability=opts.get("durability", "flush"))
+    return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
+
+
+def _open_store(path: Path, opts: dict[str, Any], *, read_only: bool) -> EntryStore:
+    durability = opts.get("durability", "flush")
+    if not path.exists():
+        if read_only:
+            raise SessionNotFoundError(f"Session file not found: {path}", path=str(path))
+        header, _ = _header(opts, os.getcwd(), None, None)
+        return JsonlStore.create(path, header, durability=durability)
+    store = JsonlStore.open(
+        path, read_only=read_only, durability=durability, id_factory=opts.get("id_factory", new_entry_id)
+    )
+    if store.header is None:
+        header, _ = _header(opts, os.getcwd(), None, None)
+        store.set_header(header)
+    return store
+
+
+def open_session(
+    cls: type[SessionManager],
+    path: str | Path,
+    session_dir: str | Path | None,
+    cwd_override: str | None,
+    *,
+    read_only: bool,
+    **options: Any,
+) -> SessionManager:
+    opts = _split_options(options)
+    file = Path(path).expanduser().resolve()
+    store = _open_store(file, opts, read_only=read_only)
+    header_cwd = store.header.get("cwd") if store.header else None
+    cwd = cwd_override or (header_cwd if isinstance(header_cwd, str) else None) or os.getcwd()
+    directory = Path(session_dir).expanduser().resolve() if session_dir is not None else file.parent
+    return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
+
+
+def load_into(manager: SessionManager, path: Path) -> None:
+    file = path.expanduser().resolve()
+    opts = {
+        "clock": manager.clock,
+        "id_factory": manager.id_factory,
+        "session_id_factory": manager.session_id_factory,
+        "durability": manager.durability,
+    }
+    store = _open_store(file, opts, read_only=False)
+    header_cwd = store.header.get("cwd") if store.header else None
+    manager._replace_store(store, cwd=header_cwd if isinstance(header_cwd, str) else None)
+
+
+def in_memory(cls: type[SessionManager], cwd: str | None, **options: Any) -> SessionManager:
+    opts = _split_options(options)
+    cwd = cwd if cwd is not None else os.getcwd()
+    header, _ = _header(opts, cwd, None, None)
+    return cls(MemoryStore(header=header), cwd=cwd, session_dir=None, persist=False, **opts)
+
+
+def _cwd_filter(cwd: str, session_dir: str | Path | None) -> str | None:
+    """A custom session directory shared by projects lists only the sessions of ``cwd``."""
+    if session_dir is None:
+        return None
+    resolved = resolve_cwd(cwd)
+    if Path(session_dir).expanduser().resolve() == get_default_session_dir(resolved):
+        return None
+    return resolved
+
+
+def continue_recent(
+    cls: type[SessionManager], cwd: str, session_dir: str | Path | None, **options: Any
+) -> SessionManager:
+    directory = _session_dir(resolve_cwd(cwd), session_dir)
+    recent = find_most_recent_session(directory, _cwd_filter(cwd, session_dir))
+    if recent is not None:
+        return open_session(cls, recent, directory, None, read_only=False, **options)
+    return create_session(cls, cwd, directory, id=None, parent_session=None, **options)
+
+
+def fork_from(
+    cls: type[SessionManager],
+    source_path: str | Path,
+    target_cwd: str,
+    session_dir: str | Path | None,
+    *,
+    id: str | None,
+    **options: Any,
+) -> SessionManager:
+    opts = _split_options(options)
+    source = Path(source_path).expanduser().resolve()
+    try:
+        src = JsonlStore.open(source, read_only=True)
+    except CorruptSessionError as exc:
+        raise CorruptSessionError(
+            f"Cannot fork: source session has no header: {source}", path=str(source)
+        ) from exc
+    except FileNotFoundError as exc:
+        raise SessionNotFoundError(
+            f"Cannot fork: source session file is empty or invalid: {source}", path=str(source)
+        ) from exc
+    try:
+        if src.header is None:
+            raise SessionError(
+                f"Cannot fork: source session file is empty or invalid: {source}",
+                kind="invalid_session",
+                path=str(source),
+            )
+        cwd = resolve_cwd(target_cwd)
+        directory = _session_dir(cwd, session_dir)
+        header, name = _header(opts, cwd, id, str(source))
+        migrated = any(p.kind == "migrated" for p in src.problems)
+        lines: list[dict[str, Any] | bytes] = [
+            src.entry_at(i) if migrated else src.raw_at(i) for i in range(len(src))
+        ]
+        store = JsonlStore.write_new(
+            directory / name, header, lines, durability=opts.get("durability", "flush")
+        )
+    finally:
+        src.close()
+    return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
+
+
+def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id: str | None) -> str | None:
+    store = manager.store
+    positions = manager._path_positions(leaf_id)
+    if not positions:
+        raise SessionNotFoundError(f"Entry {leaf_id} not found")
+    lines: list[dict[str, Any] | bytes] = []
+    kept_ids: set[str] = set()
+    dropped: set[str] = set()
+    previous: str | None = None
+    for pos in positions:
+        entry_id = store.id_at(pos)
+        if store.type_at(pos) == "label":
+            dropped.add(entry_id)
+            continue
+        parent = store.parent_at(pos)
+        if parent in dropped:
+            # pi leaves this entry pointing at a dropped label (an orphan root); keep the chain instead.
+            lines.append({**store.entry_at(pos), "parentId": previous})
+        else:
+            lines.append(store.raw_at(pos))
+        kept_ids.add(entry_id)
+        previous = entry_id
+    parent_file = manager.get_session_file() if manager.is_persisted() else None
+    if session_id is not None:
+        assert_valid_session_id(session_id)
+    sid = session_id if session_id is not None else manager.session_id_factory()
+    ts = iso_from_ms(manager.clock())
+    header = E.session_header(sid, ts, manager.get_cwd(), parent_file)
+    used = set(kept_ids)
+    for target, label in manager.get_labels().items():
+        if target not in kept_ids:
+            continue
+        new_id = manager.id_factory(used)
+        used.add(new_id)
+        label_ts = manager.get_label_timestamp(target) or ts
+        lines.append(E.label_entry(new_id, previous, label_ts, target, label))
+        previous = new_id
+    new_store: EntryStore
+    if manager.is_persisted():
+        directory = Path(manager.get_session_dir() or ".")
+        ensure_private_dir(directory)
+        new_store = JsonlStore.write_new(
+            directory / session_file_name(ts, sid), header, lines, durability=manager.durability
+        )
+    else:
+        from . import _json
+
+        new_store = MemoryStore(
+            header=header, entries=[_json.loads(x) if isinstance(x, bytes) else x for x in lines]
+        )
+    manager._replace_store(new_store)
+    return manager.get_session_file()
+
+
+def new_session(manager: SessionManager, *, id: str | None, parent_session: str | None) -> str | None:
+    if id is not None:
+        assert_valid_session_id(id)
+    header, name = manager._fresh_header(id, parent_session)
+    directory = Path(manager.get_session_dir()) if manager.is_persisted() else None
+    path = directory / name if directory is not None else None
+    manager._replace_store(manager._new_store(path, header, manager.durability))
+    return manager.get_session_file()
+
+
+def list_sessions(
+    cwd: str, session_dir: str | Path | None, on_progress: Callable[[int, int], None] | None
+) -> list[SessionInfo]:
+    resolved = resolve_cwd(cwd)
+    directory = (
+        Path(session_dir).expanduser().resolve()
+        if session_dir is not None
+        else get_default_session_dir(resolved)
+    )
+    return collect_session_infos(list_session_files(directory), on_progress, _cwd_filter(cwd, session_dir))
+
+
+def list_all_sessions(
+    session_dir: str | Path | None, on_progress: Callable[[int, int], None] | None
+) -> list[SessionInfo]:
+    if session_dir is not None:
+        files = list_session_files(Path(session_dir).expanduser().resolve())
+    else:
+        root = get_sessions_root()
+        try:
+            subdirs = sorted(p for p in root.iterdir() if p.is_dir())
+        except OSError:
+            subdirs = []
+        files = [f for d in subdirs for f in list_session_files(d)]
+    return collect_session_infos(files, on_progress)

@@ -1,0 +1,314 @@
+"""Where session files live and what is in them at a glance: pi's directory layout, listing, SessionInfo.
+
+Reads files to describe them; never writes entries (the manager does). Directories it creates are 0700.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import _json
+from .ids import parse_iso_ms
+
+__all__ = [
+    "SessionInfo",
+    "build_session_info",
+    "encode_cwd",
+    "find_most_recent_session",
+    "get_agent_dir",
+    "get_default_session_dir",
+    "get_sessions_root",
+    "list_session_files",
+    "read_header",
+    "session_file_name",
+]
+
+ProgressCallback = Callable[[int, int], None]
+_HEADER_CAP = 1 << 20  # read at most 1 MiB for a header line (pi reads 512 bytes and misses long ones)
+
+
+def get_agent_dir() -> Path:
+    """``PI_CODING_AGENT_DIR`` (``~`` expanded) or ``~/.pi/agent``."""
+    configured = os.environ.get("PI_CODING_AGENT_DIR")
+    if configured:
+        return Path(os.path.expanduser(configured))
+    return Path.home() / ".pi" / "agent"
+
+
+def get_sessions_root() -> Path:
+    """``<agent dir>/sessions``."""
+    return get_agent_dir() / "sessions"
+
+
+def encode_cwd(cwd: str) -> str:
+    """pi's per-project directory name: drop one leading separator, map ``/ \\ :`` to ``-``, wrap in ``--``."""
+    trimmed = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    return "--" + re.sub(r"[/\\:]", "-", trimmed) + "--"
+
+
+def resolve_cwd(cwd: str | os.PathLike[str]) -> str:
+    """Resolve a working directory as the coding agent does (``~``, ``file://`` URLs, relative paths)."""
+    text = os.fspath(cwd)
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 where they do not exist yet."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def get_default_session_dir(cwd: str, agent_dir: Path | None = None) -> Path:
+    """``<agent dir>/sessions/--<encoded cwd>--`` for a (resolved) working directory."""
+    root = (agent_dir / "sessions") if agent_dir is not None else get_sessions_root()
+    return root / encode_cwd(resolve_cwd(cwd))
+
+
+def session_file_name(timestamp_iso: str, session_id: str) -> str:
+    """``<ISO timestamp with ':' and '.' as '-'>_<session id>.jsonl``."""
+    return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The session header of a file (first non-blank line, read whole up to 1 MiB), or ``None``."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if len(raw) > _HEADER_CAP:
+                    return None
+                line = raw.strip()
+                if line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                if not line:
+                    continue
+                try:
+                    value = _json.loads(line)
+                except ValueError:
+                    return None
+                if (
+                    isinstance(value, dict)
+                    and value.get("type") == "session"
+                    and isinstance(value.get("id"), str)
+                ):
+                    return value
+                return None
+    except OSError:
+        return None
+    return None
+
+
+class SessionInfo:
+    """What a session list shows: ids, paths, name, first message, counts and times."""
+
+    __slots__ = (
+        "all_messages_text",
+        "created",
+        "cwd",
+        "first_message",
+        "id",
+        "message_count",
+        "modified",
+        "name",
+        "parent_session_path",
+        "path",
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        id: str,
+        cwd: str,
+        name: str | None,
+        parent_session_path: str | None,
+        created: datetime,
+        modified: datetime,
+        message_count: int,
+        first_message: str,
+        all_messages_text: str,
+    ) -> None:
+        self.path = path
+        self.id = id
+        self.cwd = cwd
+        self.name = name
+        self.parent_session_path = parent_session_path
+        self.created = created
+        self.modified = modified
+        self.message_count = message_count
+        self.first_message = first_message
+        self.all_messages_text = all_messages_text
+
+    def to_dict(self) -> dict[str, Any]:
+        """pi's JSON shape (dates as ISO strings)."""
+        out: dict[str, Any] = {"path": str(self.path), "id": self.id, "cwd": self.cwd}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.parent_session_path is not None:
+            out["parentSessionPath"] = self.parent_session_path
+        out.update(
+            {
+                "created": _iso(self.created),
+                "modified": _iso(self.modified),
+                "messageCount": self.message_count,
+                "firstMessage": self.first_message,
+                "allMessagesText": self.all_messages_text,
+            }
+        )
+        return out
+
+    def __repr__(self) -> str:
+        return f"SessionInfo(id={self.id!r}, name={self.name!r}, messages={self.message_count}, path={str(self.path)!r})"
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _dt(ms: float) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _text_of(content: Any, sep: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return sep.join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def _iter_lines(path: Path) -> Iterator[Any]:
+    with path.open("rb") as fh:
+        for raw in fh:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                yield _json.loads(line)
+            except ValueError:
+                continue
+
+
+def build_session_info(path: Path) -> SessionInfo | None:
+    """Describe one session file, or ``None`` when it is unreadable or has no valid header."""
+    try:
+        it = _iter_lines(path)
+        header = next(it, None)
+        if not (isinstance(header, dict) and header.get("type") == "session"):
+            return None
+        count = 0
+        first_message: str | None = None
+        texts: list[str] = []
+        name: str | None = None
+        last_activity: float | None = None
+        for entry in it:
+            if not isinstance(entry, dict):
+                continue
+            kind = entry.get("type")
+            if kind == "session_info":
+                raw_name = entry.get("name")
+                name = raw_name.strip() or None if isinstance(raw_name, str) else None
+            if kind != "message":
+                continue
+            count += 1
+            message = entry.get("message")
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role")
+            if role not in ("user", "assistant"):
+                continue
+            text = _text_of(message.get("content"), " ")
+            if text:
+                texts.append(text)
+                if role == "user" and first_message is None:
+                    first_message = text
+            ts = message.get("timestamp")
+            activity = (
+                float(ts)
+                if isinstance(ts, (int, float)) and not isinstance(ts, bool)
+                else parse_iso_ms(entry.get("timestamp"))
+            )
+            if activity is not None and (last_activity is None or activity > last_activity):
+                last_activity = activity
+        stat = path.stat()
+        created_ms = parse_iso_ms(header.get("timestamp"))
+        created = _dt(created_ms) if created_ms is not None else _dt(stat.st_mtime * 1000)
+        if last_activity is not None:
+            modified = _dt(last_activity)
+        elif created_ms is not None:
+            modified = created
+        else:
+            modified = _dt(stat.st_mtime * 1000)
+        cwd = header.get("cwd")
+        parent = header.get("parentSession")
+        return SessionInfo(
+            path,
+            str(header.get("id")),
+            cwd if isinstance(cwd, str) else "",
+            name,
+            parent if isinstance(parent, str) else None,
+            created,
+            modified,
+            count,
+            first_message or "(no messages)",
+            " ".join(texts),
+        )
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def list_session_files(directory: Path) -> list[Path]:
+    """The ``*.jsonl`` files directly in ``directory`` (none when it does not exist)."""
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError:
+        return []
+
+
+def collect_session_infos(
+    files: list[Path], on_progress: ProgressCallback | None = None, cwd_filter: str | None = None
+) -> list[SessionInfo]:
+    """Describe ``files`` (at most 10 at a time, as pi), newest ``modified`` first."""
+    infos: list[SessionInfo] = []
+    total = len(files)
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        for done, info in enumerate(pool.map(build_session_info, files), start=1):
+            if on_progress is not None:
+                on_progress(done, total)
+            if info is None:
+                continue
+            if cwd_filter is not None and resolve_cwd(info.cwd or ".") != cwd_filter:
+                continue
+            infos.append(info)
+    infos.sort(key=lambda i: i.modified, reverse=True)
+    return infos
+
+
+def find_most_recent_session(directory: Path, cwd_filter: str | None = None) -> Path | None:
+    """The most recently modified valid session file in ``directory`` (optionally for one cwd)."""
+    best: tuple[float, Path] | None = None
+    for path in list_session_files(directory):
+        header = read_header(path)
+        if header is None:
+            continue
+        if cwd_filter is not None:
+            cwd = header.get("cwd")
+            if not isinstance(cwd, str) or resolve_cwd(cwd) != cwd_filter:
+                continue
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, path)
+    return None if best is None else best[1]
