@@ -79,6 +79,7 @@ from .summarize import (
     generate_turn_prefix_summary,
 )
 from .summarizer import (
+    MODEL_ENV,
     BranchSummaryError,
     CompactionError,
     LlmSummarizer,
@@ -86,6 +87,7 @@ from .summarizer import (
     SummaryKind,
     SummaryRequest,
     reply_text,
+    resolve_summarizer,
 )
 
 __all__ = [
@@ -94,6 +96,7 @@ __all__ = [
     "BRANCH_SUMMARY_PROMPT",
     "DEFAULT_BRANCH_SUMMARY_SETTINGS",
     "DEFAULT_COMPACTION_SETTINGS",
+    "MODEL_ENV",
     "NO_CONTENT_TO_SUMMARIZE",
     "NO_PRIOR_HISTORY",
     "OFFLINE_MODEL_ID",
@@ -142,6 +145,7 @@ __all__ = [
     "prepare_branch_entries",
     "prepare_compaction",
     "reply_text",
+    "resolve_summarizer",
     "serialize_conversation",
     "should_compact",
     "summarize_offline",

@@ -106,8 +106,10 @@ def _recency(index: int, total: int, low: int, high: int) -> int:
 
 def _goals(b: _Builder, d: Digest, section: str, focus: str | None) -> None:
     total = len(d.requests)
+    # The first substantial request usually states the task; the last one is where the work stands.
+    first = next((i for i, r in enumerate(d.requests) if len(r) >= 20), 0)
     for i, request in enumerate(d.requests):
-        essential = i in (0, total - 1)
+        essential = i in (first, total - 1)
         b.add(
             section,
             clip(request, 400 if essential else 200),

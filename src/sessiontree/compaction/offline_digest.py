@@ -141,8 +141,9 @@ def _add_unique(items: list[str], value: str) -> None:
 
 
 def _user(digest: Digest, text: str) -> None:
-    if not text.strip():
-        return
+    stripped = text.strip()
+    if not stripped or (stripped.startswith("/") and len(stripped.split()) == 1):
+        return  # empty, or a bare UI command such as "/model": not a request
     digest.requests.append(text.strip())
     digest.answered_last_request = False
     for sentence in _SENTENCE.split(text):
