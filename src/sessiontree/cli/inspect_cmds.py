@@ -6,6 +6,7 @@ Each command opens sessions through the library and renders with rich; none hold
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,8 +17,10 @@ from rich.table import Table
 
 from .. import SessionManager
 from .._json import dumps
+from ..entries import session_header
 from ..errors import SessionError
-from ..storage import check_session_file, repair_session_file
+from ..ids import iso_from_ms, now_ms, uuid7
+from ..storage.repair import check_session_file, repair_session_file
 from ..views import entry_preview, tree_rows
 
 console = Console(highlight=False)
@@ -115,7 +118,7 @@ def context_cmd(
             raise typer.Exit(2) from None
     ctx = manager.build_session_context()
     if as_json:
-        console.print(dumps(ctx.to_dict()), soft_wrap=True)
+        typer.echo(dumps(ctx.to_dict()))
         return
     model = ctx.model or {}
     console.print(
@@ -148,8 +151,14 @@ def check_cmd(
 ) -> None:
     """Report every problem the loader finds; exit 1 when the file is damaged."""
     if repair:
-        report: Any = repair_session_file(file)
-        console.print(str(report))
+        try:
+            report: Any = repair_session_file(
+                file, new_header_factory=lambda: session_header(uuid7(), iso_from_ms(now_ms()), os.getcwd())
+            )
+        except SessionError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        console.print(escape(str(report)))
     problems = check_session_file(file)
     if not problems:
         console.print(f"[green]ok[/green] {escape(str(file))}")
