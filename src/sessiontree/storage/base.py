@@ -237,6 +237,8 @@ class IndexedStore(EntryStore):
         return list(self._ids)
 
     def entry_at(self, i: int) -> dict[str, Any]:
+        if i < 0:
+            i += len(self._ids)
         cached = self._cache.get(i)
         if cached is None:
             cached = self._decode(i)

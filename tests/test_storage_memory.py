@@ -1,0 +1,101 @@
+"""MemoryStore: the JSONL store's behaviour without I/O (parity checks against a real file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree import _json
+from sessiontree.errors import SessionError
+from sessiontree.storage import EntryStore, JsonlStore, MemoryStore
+
+HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
+ENTRIES: list[dict[str, Any]] = [
+    {
+        "type": "message",
+        "id": "a",
+        "parentId": None,
+        "timestamp": "t1",
+        "message": {"role": "user", "content": "x"},
+    },
+    {"type": "custom", "customType": "c", "data": {"n": 1.5}, "id": "b", "parentId": "a", "timestamp": "t2"},
+    {"type": "label", "id": "c", "parentId": "b", "timestamp": "t3", "targetId": "a", "label": "L"},
+    {"type": "message", "id": "b", "parentId": "zz", "timestamp": "t4", "message": {"role": "user"}},
+    {"type": "future", "id": "f", "parentId": "c"},
+]
+
+
+def _stores(tmp_path: Path) -> tuple[JsonlStore, MemoryStore]:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(_json.dumps_bytes(x) + b"\n" for x in [HEADER, *ENTRIES]))
+    return JsonlStore.open(path), MemoryStore(HEADER, ENTRIES)
+
+
+def _view(store: EntryStore) -> dict[str, Any]:
+    n = len(store)
+    return {
+        "len": n,
+        "ids": [store.id_at(i) for i in range(n)],
+        "parents": [store.parent_at(i) for i in range(n)],
+        "types": [store.type_at(i) for i in range(n)],
+        "timestamps": [store.timestamp_at(i) for i in range(n)],
+        "raw": [store.raw_at(i) for i in range(n)],
+        "entries": store.entries(),
+        "lines": [store.line_of(i) for i in range(n)],
+        "index": {x: store.index_of(x) for x in ("a", "b", "c", "f", "nope")},
+        "problems": [(p.kind, p.line, p.entry_id) for p in store.problems],
+        "header": store.header,
+        "dups": store.has_duplicates,
+    }
+
+
+def test_memory_store_matches_the_file_store(tmp_path: Path) -> None:
+    file_store, memory = _stores(tmp_path)
+    assert _view(memory) == _view(file_store)
+    extra = {"type": "message", "id": "g", "parentId": "f", "timestamp": "t5", "message": {"v": 1.0}}
+    file_store.append(extra)
+    memory.append(extra)
+    assert _view(memory) == _view(file_store)
+    assert memory.entry_at(5) == {**extra, "message": {"v": 1}}  # what a reader of the bytes gets
+    file_store.close()
+
+
+def test_bytes_lines_are_kept_verbatim_and_bad_ones_reported() -> None:
+    raw = b'{"type":"x","id":"a","parentId":null,"n":1.0}'
+    store = MemoryStore(HEADER, [raw + b"\r\n", b"{broken", b'{"type":"y"}', _json.dumps_bytes(HEADER)])
+    assert len(store) == 1 and store.raw_at(0) == raw
+    assert [(p.kind, p.line) for p in store.problems] == [
+        ("bad_line", 3),
+        ("bad_line", 4),
+        ("extra_header", 5),
+    ]
+
+
+def test_header_and_closing_rules() -> None:
+    store = MemoryStore()
+    assert store.header is None and not store.file_exists and not store.is_persisted and store.path is None
+    store.set_header(HEADER)
+    with pytest.raises(SessionError):
+        store.set_header(HEADER)
+    with pytest.raises(ValueError):
+        MemoryStore({"type": "nope", "id": "x"})
+    store.append(ENTRIES[0])
+    store.sync()
+    store.close()
+    store.close()
+    with pytest.raises(SessionError):
+        store.append(ENTRIES[1])
+    assert store.entry_at(0) == ENTRIES[0] and store.entry_at(-1) is store.entry_at(0)
+    with pytest.raises(ValueError):
+        MemoryStore(HEADER).append({"type": "message"})
+
+
+def test_iter_entries_and_cache_clearing() -> None:
+    store = MemoryStore(HEADER, ENTRIES[:3])
+    first = store.entry_at(0)
+    assert list(store.iter_entries()) == ENTRIES[:3]
+    store.clear_cache()
+    assert store.entry_at(0) == first and store.entry_at(0) is not first
+    assert store.ids() == ["a", "b", "c"]
