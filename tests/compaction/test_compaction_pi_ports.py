@@ -495,3 +495,13 @@ def test_split_turn_without_history_uses_no_prior_history() -> None:
     result = run(compact, prep, model)
     assert result.summary.startswith(NO_PRIOR_HISTORY + "\n\n---\n\n**Turn Context (split turn):**\n\nP")
     assert [r.kind for r in model.requests] == ["turn_prefix"]
+
+
+def test_bench_function_prepares_a_synthetic_session() -> None:
+    from sessiontree.compaction.bench import bench_prepare_compaction
+
+    result = bench_prepare_compaction(2000, repeat=1)
+    # 500 turns of 4 entries; the last ~20000 tokens stay verbatim, everything before is summarized.
+    assert result["entries"] == 2000
+    assert result["messages_to_summarize"] + result["retained_tail"] == 2000
+    assert 0 < result["retained_tail"] < 2000
