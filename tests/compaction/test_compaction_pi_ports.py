@@ -503,5 +503,5 @@ def test_bench_function_prepares_a_synthetic_session() -> None:
     result = bench_prepare_compaction(2000, repeat=1)
     # 500 turns of 4 entries; the last ~20000 tokens stay verbatim, everything before is summarized.
     assert result["entries"] == 2000
-    assert result["messages_to_summarize"] + result["retained_tail"] == 2000
+    assert result["messages_to_summarize"] + result["turn_prefix"] + result["retained_tail"] == 2000
     assert 0 < result["retained_tail"] < 2000

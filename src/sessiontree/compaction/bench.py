@@ -69,7 +69,7 @@ def write_synthetic_session(path: Path, entries: int) -> None:
 def bench_prepare_compaction(entries: int = 100_000, *, repeat: int = 3) -> dict[str, Any]:
     """Time ``prepare_compaction`` on the leaf path of an ``entries``-entry session (best of ``repeat``).
 
-    Returns ``{"entries", "open_s", "prepare_s", "messages_to_summarize", "retained_tail"}``; each prepare
+    Returns ``{"entries", "open_s", "prepare_s", "messages_to_summarize", "turn_prefix", "retained_tail"}``; each prepare
     run opens the file afresh so decoding is counted, and ``open_s`` is reported separately.
     """
     from ..manager import SessionManager
@@ -95,6 +95,7 @@ def bench_prepare_compaction(entries: int = 100_000, *, repeat: int = 3) -> dict
             "open_s": round(best_open, 4),
             "prepare_s": round(best_prepare, 4),
             "messages_to_summarize": len(prep.messages_to_summarize),
+            "turn_prefix": len(prep.turn_prefix_messages),
             "retained_tail": len(prep.retained_tail),
         }
 
