@@ -505,3 +505,19 @@ def test_bench_function_prepares_a_synthetic_session() -> None:
     assert result["entries"] == 2000
     assert result["messages_to_summarize"] + result["turn_prefix"] + result["retained_tail"] == 2000
     assert 0 < result["retained_tail"] < 2000
+
+
+def test_split_turn_with_an_empty_prefix_takes_the_single_request_path() -> None:
+    # pi marks a cut on a custom message as a split turn with nothing before it in the turn; compact()
+    # then makes one history request, with no "Turn Context" part.
+    b = PathBuilder()
+    b.user("old " + "o" * 400)
+    b.assistant("old answer " + "o" * 400)
+    b.add("custom_message", customType="note", content="injected " + "i" * 400, display=True)
+    b.assistant("recent " + "r" * 400)
+    prep = prepare_compaction(b.entries, CompactionSettings(keep_recent_tokens=100))
+    assert prep is not None
+    assert (prep.is_split_turn, prep.turn_prefix_messages, prep.first_kept_entry_index) == (True, [], 2)
+    model = ScriptedSummarizer({"history": ["H"]})
+    result = run(compact, prep, model)
+    assert result.summary == "H" and [r.kind for r in model.requests] == ["history"]
