@@ -6,6 +6,7 @@ Owns the leaf pointer, labels, the session name and the append methods. Byte-lev
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Container, Sequence
 from pathlib import Path
@@ -104,7 +105,7 @@ class SessionManager:
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str | None] = {}
         self._session_name: str | None = None
-        self._extra_problems: list[Problem] = []
+        self._extra_problems: builtins.list[Problem] = []
         self._leaf: str | None = None
         n = len(store)
         for i in range(n):
@@ -218,7 +219,7 @@ class SessionManager:
     @staticmethod
     def list(
         cwd: str, session_dir: str | Path | None = None, on_progress: Callable[[int, int], None] | None = None
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of ``cwd``, newest first."""
         from .manager_factories import list_sessions
 
@@ -227,7 +228,7 @@ class SessionManager:
     @staticmethod
     def list_all(
         session_dir: str | Path | None = None, on_progress: Callable[[int, int], None] | None = None
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of every project (or of one flat directory), newest first."""
         from .manager_factories import list_all_sessions
 
@@ -235,7 +236,7 @@ class SessionManager:
 
     # ------------------------------------------------------------------ simple getters
     @property
-    def problems(self) -> list[Problem]:
+    def problems(self) -> builtins.list[Problem]:
         """Everything the loader found wrong (kind, line number, message), plus reference problems."""
         return [*self._store.problems, *self._tree.problems, *self._extra_problems]
 
@@ -263,7 +264,7 @@ class SessionManager:
     def get_header(self) -> dict[str, Any] | None:
         return self._store.header
 
-    def get_entries(self) -> list[dict[str, Any]]:
+    def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order (header excluded), as plain dicts."""
         return self._store.entries()
 
@@ -277,7 +278,7 @@ class SessionManager:
     def get_leaf_entry(self) -> dict[str, Any] | None:
         return None if self._leaf is None else self.get_entry(self._leaf)
 
-    def get_children(self, parent_id: str) -> list[dict[str, Any]]:
+    def get_children(self, parent_id: str) -> builtins.list[dict[str, Any]]:
         return [self._store.entry_at(i) for i in self._tree.children_of(parent_id)]
 
     def get_label(self, entry_id: str) -> str | None:
@@ -293,13 +294,13 @@ class SessionManager:
     def get_session_name(self) -> str | None:
         return self._session_name
 
-    def _path_positions(self, leaf_id: str | None) -> list[int]:
+    def _path_positions(self, leaf_id: str | None) -> builtins.list[int]:
         if leaf_id is None:
             return []
         i = self._store.index_of(leaf_id)
         return [] if i is None else self._tree.path_to_root(i)
 
-    def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
+    def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Entries from the root to ``from_id`` (default: the leaf), root first."""
         positions = self._path_positions(self._leaf if from_id is None else from_id)
         return [self._store.entry_at(i) for i in positions]
@@ -308,7 +309,7 @@ class SessionManager:
         """Like ``get_branch`` but lazy: entries are decoded only when read."""
         return _PathView(self._store, self._path_positions(self._leaf if leaf_id is None else leaf_id))
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> builtins.list[TreeNode]:
         """Root nodes with children (sorted by timestamp, as pi) and labels."""
         labels = {k: (v, self._label_times.get(k)) for k, v in self._labels.items()}
         return self._tree.get_tree(labels)
@@ -355,7 +356,7 @@ class SessionManager:
     def append_model_change(self, provider: str, model_id: str) -> str:
         return self._append(lambda i, p, t: E.model_change_entry(i, p, t, provider, model_id))
 
-    def append_active_tools_change(self, active_tool_names: list[str]) -> str:
+    def append_active_tools_change(self, active_tool_names: builtins.list[str]) -> str:
         return self._append(lambda i, p, t: E.active_tools_change_entry(i, p, t, active_tool_names))
 
     def append_custom_entry(self, custom_type: str, data: Any = UNDEFINED) -> str:
@@ -379,7 +380,7 @@ class SessionManager:
                 raise SessionNotFoundError(f"Entry {target_id} not found")
             return self._append(lambda i, p, t: E.label_entry(i, p, t, target_id, label))
 
-    def compute_retained_tail(self, first_kept_entry_id: str | None) -> list[dict[str, Any]]:
+    def compute_retained_tail(self, first_kept_entry_id: str | None) -> builtins.list[dict[str, Any]]:
         """The messages pi's reader keeps for ``first_kept_entry_id`` on the current path (B§13)."""
         path = self.get_path_view()
         ids = path.ids  # type: ignore[attr-defined]
@@ -388,7 +389,7 @@ class SessionManager:
             start = ids.index(first_kept_entry_id)
         except ValueError:
             return []
-        tail: list[dict[str, Any]] = []
+        tail: builtins.list[dict[str, Any]] = []
         for i in range(start, len(path)):
             if types[i] != "compaction":
                 tail.extend(session_entry_to_context_messages(path[i]))
