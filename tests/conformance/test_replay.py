@@ -27,14 +27,16 @@ from tests.conformance.support import (
 )
 from tests.conftest import list_cases, require_conformance
 
-REPLAYABLE = [c for c in list_cases("cases") if c != "edge-open-invalid-header"]
+REPLAYABLE = [f"cases/{c}" for c in list_cases("cases") if c != "edge-open-invalid-header"] + [
+    f"pi-fixtures/{c}" for c in list_cases("pi-fixtures")
+]
 # pi's later ops differ by design here: sessiontree wrote the entries pi never flushed before the reopen,
 # or completed the line pi glued an append onto.
 DIVERGES_AFTER_REOPEN = {"edge-reopen-unflushed", "edge-open-no-trailing-newline"}
 
 
 def _case(name: str) -> Path:
-    return require_conformance() / "cases" / name
+    return require_conformance() / name
 
 
 def _pi_bytes_for(case: Path, fixture: str) -> list[bytes]:
@@ -112,7 +114,7 @@ def test_replay_writes_pi_files(name: str, tmp_path: Path, monkeypatch: pytest.M
     leaf_before: dict[str, str | None] = {}
     for index, (rec, observed) in enumerate(zip(recorded, run.results, strict=True)):
         result = rec["result"]
-        if rec["op"] == "reopen" and name in DIVERGES_AFTER_REOPEN:
+        if rec["op"] == "reopen" and case.name in DIVERGES_AFTER_REOPEN:
             diverged = True
         if diverged:
             continue
