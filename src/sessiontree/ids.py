@@ -32,7 +32,8 @@ Clock = Callable[[], int]
 IdFactory = Callable[[Container[str]], str]
 """An entry-id factory gets the ids already in use and returns a fresh one."""
 
-SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+# ``\Z``, not ``$``: Python's ``$`` also matches before a final "\n", JavaScript's does not.
+SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 _SESSION_ID_MESSAGE = (
     "Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', "
     "and start and end with an alphanumeric character"
