@@ -144,7 +144,7 @@ def prepare_compaction(
         ids = entry_ids(path)
         found = -1
         if isinstance(first_kept, str):
-            for i in range(prev_index):
+            for i in range(n):  # pi's findIndex over the whole path
                 if ids[i] == first_kept:
                     found = i
                     break
