@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import sys
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add
@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover
     _DECODER = None
     _DECODE_ERRORS = ()
 
-__all__ = ["CHUNK_BYTES", "ScanResult", "scan", "use_msgspec"]
+__all__ = ["CHUNK_BYTES", "Chunk", "ScanResult", "memory_chunks", "reader_chunks", "scan", "use_msgspec"]
 
 CHUNK_BYTES = 1 << 22
 _USE_MSGSPEC = _DECODER is not None
@@ -87,37 +87,76 @@ class _State:
         self.last_bad: tuple[int, int, Problem] | None = None
 
 
-def scan(buf: bytes, start: int, end: int, first_line: int, where: str) -> ScanResult:
-    """Scan ``buf[start:end]`` (which begins at physical line ``first_line``) and index its entries."""
+Chunk = tuple[bytes, int, int, int]
+"""``(buf, lo, hi, base)``: scan ``buf[lo:hi]``, whose byte ``k`` is at absolute offset ``base + k``."""
+
+
+def memory_chunks(buf: bytes, start: int, end: int) -> Iterator[Chunk]:
+    """Chunks of an in-memory buffer, each ending at a line boundary (except possibly the last)."""
+    pos = start
+    while pos < end:
+        cut = buf.find(b"\n", min(pos + CHUNK_BYTES, end - 1), end)
+        stop = end if cut < 0 else cut + 1
+        yield buf, pos, stop, 0
+        pos = stop
+
+
+def reader_chunks(read: Callable[[int, int], bytes], start: int, end: int) -> Iterator[Chunk]:
+    """Chunks read with ``read(offset, size)``, each ending at a line boundary (except possibly the last)."""
+    pos = start
+    carry = b""
+    carry_at = start
+    while pos < end:
+        data = read(pos, min(CHUNK_BYTES, end - pos))
+        if not data:
+            break
+        pos += len(data)
+        block = carry + data if carry else data
+        if pos >= end:
+            yield block, 0, len(block), carry_at
+            return
+        cut = block.rfind(b"\n")
+        if cut < 0:  # a line longer than a chunk: keep reading
+            carry = block
+            continue
+        yield block, 0, cut + 1, carry_at
+        carry = block[cut + 1 :]
+        carry_at += cut + 1
+    if carry:
+        yield carry, 0, len(carry), carry_at
+
+
+def scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
+    """Validate and index every line of ``chunks`` (the first begins at physical line ``first_line``)."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of small allocations, no cycles: collection passes would only cost time
     try:
-        return _scan(buf, start, end, first_line, where)
+        return _scan(chunks, first_line, where)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _scan(buf: bytes, start: int, end: int, first_line: int, where: str) -> ScanResult:
+def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
     out = ScanResult()
     state = _State(where)
-    view = memoryview(buf)
-    pos = start
     line_no = first_line
-    while pos < end:
-        cut = buf.find(b"\n", min(pos + CHUNK_BYTES, end - 1), end)
-        stop = end if cut < 0 else cut + 1
+    last: Chunk | None = None
+    for chunk in chunks:
+        buf, pos, stop, base = chunk
+        if stop <= pos:
+            continue
+        last = chunk
         newlines = _newlines(buf, pos, stop)
-        count = len(newlines) + (1 if stop > pos and buf[stop - 1] != 0x0A else 0)
-        if _USE_MSGSPEC and _fast_chunk(buf, view, pos, stop, newlines, count, line_no, out):
+        count = len(newlines) + (1 if buf[stop - 1] != 0x0A else 0)
+        if _USE_MSGSPEC and _fast_chunk(buf, pos, stop, base, newlines, count, line_no, out):
             state.last_bad = None
         else:
             lines = buf[pos:stop].split(b"\n")
             if lines[-1] == b"":
                 lines.pop()
-            _slow_chunk(lines, pos, line_no, out, state)
+            _slow_chunk(lines, base + pos, line_no, out, state)
         line_no += count
-        pos = stop
     out.end_line = line_no - 1
     if state.last_bad is not None:
         line, offset, problem = state.last_bad
@@ -132,9 +171,10 @@ def _scan(buf: bytes, start: int, end: int, first_line: int, where: str) -> Scan
                 "'.torn-<n>' file and cut off at the first write",
             )
         )
-    elif end > start and buf[end - 1] != 0x0A:
+    elif last is not None and last[0][last[2] - 1] != 0x0A:
+        buf, pos, stop, _ = last
         out.needs_newline = True
-        if buf[buf.rfind(b"\n", start, end) + 1 : end].strip():
+        if buf[max(buf.rfind(b"\n", pos, stop) + 1, pos) : stop].strip():
             out.problems.append(
                 Problem(
                     "missing_newline",
@@ -167,18 +207,11 @@ def _newlines(buf: bytes, pos: int, stop: int) -> list[int]:
 
 
 def _fast_chunk(
-    buf: bytes,
-    view: memoryview,
-    pos: int,
-    stop: int,
-    newlines: list[int],
-    count: int,
-    line_no: int,
-    out: ScanResult,
+    buf: bytes, pos: int, stop: int, base: int, newlines: list[int], count: int, line_no: int, out: ScanResult
 ) -> bool:
     """Validate and index a whole chunk in C; ``False`` when anything needs the line-by-line path."""
     try:
-        envs = _DECODER.decode_lines(view[pos:stop])
+        envs = _DECODER.decode_lines(memoryview(buf)[pos:stop])
     except _DECODE_ERRORS:
         return False
     if len(envs) != count:  # blank lines were skipped
@@ -196,16 +229,15 @@ def _fast_chunk(
     ):
         return False
     ends = newlines if count == len(newlines) else [*newlines, stop]
-    out.starts.append(pos)
-    out.starts.extend(map(add, ends[:-1], repeat(1)))
+    first = len(out.ends)
+    out.starts.append(base + pos)
+    out.starts.extend(map(add, ends[:-1], repeat(base + 1)))
+    out.ends.extend(map(add, ends, repeat(base)) if base else ends)
     if buf.find(b"\r", pos, stop) >= 0:
-        first = len(out.ends)
-        out.ends.extend(ends)
-        for k in range(first, len(out.ends)):
-            if buf[out.ends[k] - 1] == 0x0D and out.ends[k] > out.starts[k]:
-                out.ends[k] -= 1
-    else:
-        out.ends.extend(ends)
+        starts, all_ends = out.starts, out.ends
+        for k in range(first, len(all_ends)):
+            if buf[all_ends[k] - base - 1] == 0x0D and all_ends[k] > starts[k]:
+                all_ends[k] -= 1
     out.types.extend(map(sys.intern, types))
     out.ids.extend(ids)
     out.parents.extend(parents)

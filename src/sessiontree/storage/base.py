@@ -259,7 +259,9 @@ class IndexedStore(EntryStore):
         self._cache.clear()
 
     def _decode(self, i: int) -> dict[str, Any]:
-        raw = self.raw_at(i)
+        return self._decode_raw(i, self.raw_at(i))
+
+    def _decode_raw(self, i: int, raw: bytes) -> dict[str, Any]:
         try:
             value = _json.loads(raw)
         except ValueError as exc:

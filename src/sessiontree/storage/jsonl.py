@@ -1,7 +1,8 @@
-"""The JSONL file store: pi's session file read once into an envelope index, entries decoded on demand.
+"""The JSONL file store: pi's session file scanned once into an envelope index, entries read on demand.
 
-Appends with one ``write`` per entry under an advisory lock; never rewrites lines except by an atomic
-migration, and never touches a file it cannot read as a session (damaged headers raise instead).
+Lines are validated at open but not kept in memory: entries are read back with ``pread`` by offset and
+decoded when asked for. Appends use one ``write`` per entry under an advisory lock; the store never rewrites
+lines except by an atomic migration, and never touches a file it cannot read as a session.
 """
 
 from __future__ import annotations
@@ -13,80 +14,31 @@ from pathlib import Path
 from typing import Any
 
 from .. import _json
-from ..errors import CorruptSessionError, SessionError, SessionNotFoundError, StorageError
+from ..errors import SessionError, SessionNotFoundError, StorageError
 from ..ids import new_entry_id
 from . import _fileio, lock
-from ._scan import scan
+from ._encode import encode_entry
+from ._fileformat import decode_for_migration, find_header, parse_header
+from ._scan import memory_chunks, reader_chunks, scan
 from .base import DURABILITY_MODES, Durability, IndexedStore, Problem, check_envelope
 from .migrate import migrate_entries, needs_migration, session_version
 
 __all__ = ["JsonlStore"]
 
-_BOM = b"\xef\xbb\xbf"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_HEAD_BYTES = 1 << 16
+Reader = Callable[[int, int], bytes]
 
 
-def _find_header(data: bytes) -> tuple[int, int, int] | None:
-    """``(start, stop, line_number)`` of the first non-blank line (a leading BOM skipped), or ``None``."""
-    pos = len(_BOM) if data.startswith(_BOM) else 0
-    line_no = 1
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        stop = len(data) if nl < 0 else nl
-        if data[pos:stop].strip():
-            return pos, stop, line_no
-        pos = stop + 1
-        line_no += 1
-    return None
-
-
-def _parse_header(data: bytes, where: str) -> tuple[dict[str, Any], int, int] | None:
-    """The header object, the offset after its line and its line number; raises on a damaged header."""
-    found = _find_header(data)
-    if found is None:
-        return None
-    start, stop, line_no = found
-    try:
-        header = _json.loads(data[start:stop])
-    except ValueError:
-        header = None
-    if (
-        not isinstance(header, dict)
-        or header.get("type") != "session"
-        or not isinstance(header.get("id"), str)
-    ):
-        raise CorruptSessionError(
-            f"{where}: line {line_no}: first line is not a valid session header "
-            "(the file is left unchanged; `sessiontree check --repair` can recover its entries)",
-            path=where,
-            line=line_no,
-        )
-    return header, stop, line_no
-
-
-def _decode_for_migration(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """Every parseable object line (header first), as pi's loader keeps them, and the lines it drops."""
-    objects: list[dict[str, Any]] = []
-    problems: list[Problem] = []
-    body = data[len(_BOM) :] if data.startswith(_BOM) else data
-    for n, line in enumerate(body.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = _json.loads(line)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            objects.append(value)
-        else:
-            problems.append(
-                Problem(
-                    "bad_line",
-                    n,
-                    f"{where}: line {n}: not a JSON object; dropped by the migration (the backup keeps it)",
-                )
-            )
-    return objects, problems
+def _read_head(read: Reader, size: int) -> bytes:
+    """Enough bytes from the start of the file to hold the whole first non-blank line."""
+    n = min(size, _HEAD_BYTES)
+    while True:
+        head = read(0, n)
+        found = find_header(head)
+        if n >= size or (found is not None and found[1] < len(head)):
+            return head
+        n = min(size, n * 4)
 
 
 class JsonlStore(IndexedStore):
@@ -107,17 +59,16 @@ class JsonlStore(IndexedStore):
         self.read_only = read_only
         self.durability: Durability = durability
         self._id_factory = id_factory
-        self._buf = b""
+        self._buf: bytes | None = None  # only for content that exists in memory alone (read-only migration)
         self._starts: array[int] = array("q")
         self._ends: array[int] = array("q")
         self._lines: array[int] = array("q")
-        self._extra: list[bytes] = []
-        self._n_loaded = 0
         self._next_line = 1
-        self._fd: int | None = None
+        self._fd: int | None = None  # writer descriptor (O_APPEND), holds the lock
+        self._rfd: int | None = None  # reader descriptor for pread
         self._exists = False
         self._header_written = False
-        self._identity: tuple[int, int, int] | None = None
+        self._identity: tuple[int, int, int] | None = None  # (st_dev, st_ino, size) as indexed
         self._size = 0
         self._torn: tuple[int, int] | None = None
         self._needs_newline = False
@@ -140,21 +91,24 @@ class JsonlStore(IndexedStore):
 
         Raises ``SessionNotFoundError`` for a missing file (unless ``missing_ok``: then the store is a new
         session at that path), ``CorruptSessionError`` for a damaged header (the file is not modified).
+        ``id_factory`` gives the ids of a v1 migration.
         """
         store = cls(Path(path), read_only=read_only, durability=durability, id_factory=id_factory)
         try:
-            data = _fileio.read_all(store._path)
-            st = os.stat(store._path)
+            fd = os.open(store._path, os.O_RDONLY | _CLOEXEC)
         except FileNotFoundError as exc:
             if missing_ok:
                 return store
             raise SessionNotFoundError(f"Session file not found: {path}", path=str(path)) from exc
-        except IsADirectoryError as exc:
-            raise StorageError(f"{path}: is a directory", path=str(path)) from exc
         except OSError as exc:
             raise StorageError(f"{path}: {exc.strerror or exc}", path=str(path)) from exc
+        store._rfd = fd
+        st = os.fstat(fd)
+        if not os.path.isfile(store._path):
+            store.close()
+            raise StorageError(f"{path}: not a regular file", path=str(path))
         store._exists = True
-        store._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=True)
+        store._load(store._pread, st.st_size, (st.st_dev, st.st_ino, st.st_size), allow_migration=True)
         return store
 
     @classmethod
@@ -189,7 +143,7 @@ class JsonlStore(IndexedStore):
                 parts.append(bytes(line).rstrip(b"\r\n"))
             else:
                 check_envelope(line)
-                parts.append(_json.dumps_bytes(line))
+                parts.append(encode_entry(line))
         parts.append(b"")
         blob = b"\n".join(parts)
         fd = _fileio.atomic_replace(store._path, blob, exclusive=True, keep_open=True)
@@ -197,36 +151,58 @@ class JsonlStore(IndexedStore):
         st = os.fstat(fd)
         store._fd = fd
         store._exists = True
-        store._load(blob, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
+        store._load_memory(blob, (st.st_dev, st.st_ino, st.st_size), keep=False)
         return store
 
     # -- loading -------------------------------------------------------------------------------------
-    def _load(self, data: bytes, identity: tuple[int, int, int], *, allow_migration: bool) -> None:
+    def _load_memory(self, blob: bytes, identity: tuple[int, int, int], *, keep: bool) -> None:
+        """Index ``blob`` (the file's content, or content that exists only in memory when ``keep``)."""
+        self._load(
+            lambda offset, n: blob[offset : offset + n],
+            len(blob),
+            identity,
+            allow_migration=False,
+            memory=blob,
+        )
+        self._buf = blob if keep else None
+
+    def _load(
+        self,
+        read: Reader,
+        size: int,
+        identity: tuple[int, int, int],
+        *,
+        allow_migration: bool,
+        memory: bytes | None = None,
+    ) -> None:
         where = str(self.path)
-        parsed = _parse_header(data, where)
+        head = _read_head(read, size)
+        parsed = parse_header(head, where)
         self._reset_index()
-        self._buf, self._size, self._identity = data, len(data), identity
-        self._extra = []
+        self._size, self._identity = size, identity
         self._torn = None
         self._clear_on_first_write = False
+        self._starts, self._ends, self._lines = array("q"), array("q"), array("q")
         if parsed is None:  # empty or whitespace-only: a new session at this path
             self.header = None
             self._header_written = False
-            self._clear_on_first_write = bool(data)
-            self._starts, self._ends, self._lines = array("q"), array("q"), array("q")
-            self._n_loaded, self._next_line, self._needs_newline = 0, 1, False
+            self._clear_on_first_write = size > 0
+            self._next_line, self._needs_newline = 1, False
             return
         header, header_end, header_line = parsed
         if needs_migration(header):
             if not allow_migration:
                 raise StorageError(f"{where}: became an old-format session while open", path=where)
-            self._migrate(data)
+            self._migrate(read(0, size))
             return
         self.header = header
         self._header_written = True
-        result = scan(data, min(header_end + 1, len(data)), len(data), header_line + 1, where)
+        start = min(header_end + 1, size)
+        chunks = (
+            memory_chunks(memory, start, size) if memory is not None else reader_chunks(read, start, size)
+        )
+        result = scan(chunks, header_line + 1, where)
         self._starts, self._ends, self._lines = result.starts, result.ends, result.lines
-        self._n_loaded = len(result.ids)
         self.problems.extend(result.problems)
         self._install(result.ids, result.parents, result.types, result.timestamps)
         if result.torn_offset is not None:
@@ -234,39 +210,39 @@ class JsonlStore(IndexedStore):
             self._next_line = result.torn_line or 0
         else:
             self._next_line = max(result.end_line, header_line) + 1
-        self._needs_newline = result.needs_newline or header_end == len(data)
-        if header_end == len(data):
+        self._needs_newline = result.needs_newline or header_end == size
+        if header_end == size:
             self.problems.append(
                 Problem(
                     "missing_newline",
                     header_line,
-                    f"{where}: line {header_line}: "
-                    "the header has no final newline; one is written before the next entry",
+                    f"{where}: line {header_line}: the "
+                    "header has no final newline; one is written before the next entry",
                 )
             )
 
     def _migrate(self, data: bytes) -> None:
         """Migrate a v1/v2 file: in memory when read-only, else backup + atomic rewrite under the lock."""
         where = str(self.path)
-        path = self.path
-        assert path is not None
+        path = self._path
         old_fd: int | None = None
         if not self.read_only:
             old_fd = os.open(path, os.O_RDONLY | _CLOEXEC)
             try:
                 lock.acquire(old_fd, path)
                 data = _fileio.read_all(path)  # the content as it is now that we hold the lock
-                parsed = _parse_header(data, where)
+                parsed = parse_header(data, where)
                 if parsed is None or not needs_migration(parsed[0]):  # emptied or migrated meanwhile
                     st = os.fstat(old_fd)
-                    self._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
+                    self._drop_reader()
+                    self._load_memory(data, (st.st_dev, st.st_ino, st.st_size), keep=False)
                     os.close(old_fd)
                     return
             except BaseException:
                 os.close(old_fd)
                 raise
         try:
-            objects, dropped = _decode_for_migration(data, where)
+            objects, dropped = decode_for_migration(data, where)
             result = migrate_entries(objects, id_factory=self._id_factory)
             blob = b"".join(_json.dumps_bytes(e) + b"\n" for e in result.entries)
             version = session_version(objects[0])
@@ -283,13 +259,14 @@ class JsonlStore(IndexedStore):
                 fd = _fileio.atomic_replace(path, blob, keep_open=True)
                 assert fd is not None
                 self._fd = fd
+                self._drop_reader()
                 st = os.fstat(fd)
                 identity = (st.st_dev, st.st_ino, st.st_size)
                 note = f"the original is kept as {backup}"
         finally:
             if old_fd is not None:
                 os.close(old_fd)
-        self._load(blob, identity, allow_migration=False)
+        self._load_memory(blob, identity, keep=self.read_only)
         self.problems[:0] = [
             *dropped,
             Problem("migrated", None, f"{where}: migrated from version {tag} to 3; {note}"),
@@ -297,28 +274,62 @@ class JsonlStore(IndexedStore):
 
     def _reload_under_lock(self, fd: int) -> None:
         """The file changed between reading and locking: index it again (``generation`` moves on)."""
-        data = _fileio.read_all(self._path)
         st = os.fstat(fd)
+        self._drop_reader()
         old_problems = self.problems
-        self._load(data, (st.st_dev, st.st_ino, st.st_size), allow_migration=False)
-        self.problems = [
-            *old_problems,
-            Problem(
-                "changed_on_disk",
-                None,
-                f"{self.path}: the file changed on disk after it was opened; it was indexed again",
-            ),
-            *self.problems,
-        ]
+        self.problems = []
+        self._identity = (st.st_dev, st.st_ino, st.st_size)
+        self._load(self._pread, st.st_size, self._identity, allow_migration=False)
+        note = Problem(
+            "changed_on_disk",
+            None,
+            f"{self.path}: the file changed on disk after it was opened; it was indexed again",
+        )
+        self.problems = [*old_problems, note, *self.problems]
         self.generation += 1
 
     # -- reads ---------------------------------------------------------------------------------------
+    def _reader(self) -> int:
+        if self._rfd is None:
+            fd = os.open(self._path, os.O_RDONLY | _CLOEXEC)
+            st = os.fstat(fd)
+            if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
+                os.close(fd)
+                raise StorageError(
+                    f"{self.path}: the file was replaced on disk; open it again", path=str(self.path)
+                )
+            self._rfd = fd
+        return self._rfd
+
+    def _drop_reader(self) -> None:
+        if self._rfd is not None:
+            os.close(self._rfd)
+            self._rfd = None
+
+    def _pread(self, offset: int, size: int) -> bytes:
+        return os.pread(self._reader(), size, offset)
+
+    def _read_range(self, start: int, end: int) -> bytes:
+        if self._buf is not None:
+            return self._buf[start:end]
+        data = self._pread(start, end - start)
+        if len(data) != end - start:
+            raise StorageError(f"{self.path}: the file shrank on disk; open it again", path=str(self.path))
+        return data
+
     def raw_at(self, i: int) -> bytes:
         if i < 0:
             i += len(self._ids)
-        if i < self._n_loaded:
-            return self._buf[self._starts[i] : self._ends[i]]
-        return self._extra[i - self._n_loaded]
+        return self._read_range(self._starts[i], self._ends[i])
+
+    def entries(self) -> list[dict[str, Any]]:
+        # one read for the whole file instead of a pread per entry
+        n = len(self._ids)
+        if not n:
+            return []
+        blob = self._read_range(0, self._ends[n - 1])
+        cache, starts, ends = self._cache, self._starts, self._ends
+        return [cache.get(i) or self._decode_raw(i, blob[starts[i] : ends[i]]) for i in range(n)]
 
     def line_of(self, i: int) -> int | None:
         if i < 0:
@@ -379,10 +390,9 @@ class JsonlStore(IndexedStore):
         self._fd = fd
 
     def _cut_torn_tail(self, fd: int, offset: int, line: int) -> None:
-        path = self.path
-        assert path is not None
+        path = self._path
         aside = _fileio.first_free(path, ".torn-")
-        _fileio.write_new_file(aside, self._buf[offset : self._size])
+        _fileio.write_new_file(aside, self._read_range(offset, self._size))
         os.ftruncate(fd, offset)
         os.fsync(fd)
         _fileio.fsync_dir(path.parent)
@@ -399,29 +409,30 @@ class JsonlStore(IndexedStore):
 
     def append(self, entry: Mapping[str, Any]) -> None:
         check_envelope(entry)
-        line = _json.dumps_bytes(entry)
+        line = encode_entry(entry)
         with self._lock:
             self._begin_write()
             if not self._header_written:
                 if self.header is None:
                     raise SessionError(f"{self.path}: no session header to write", kind="invalid_state")
                 head = _json.dumps_bytes(self.header) + b"\n"
-                self._write(head + line + b"\n", creating=not self._exists)
+                start = self._write(head, line, creating=not self._exists)
                 self._header_written = True
                 self._next_line = 2
             else:
-                self._write((b"\n" if self._needs_newline else b"") + line + b"\n", creating=False)
+                start = self._write(b"\n" if self._needs_newline else b"", line, creating=False)
                 self._needs_newline = False
-            self._extra.append(line)
+            self._starts.append(start)
+            self._ends.append(start + len(line))
             self._lines.append(self._next_line)
             self._next_line += 1
             parent = entry.get("parentId")
             stamp = entry.get("timestamp")
             self._add(entry["id"], parent, entry["type"], stamp if isinstance(stamp, str) else None)
 
-    def _write(self, data: bytes, *, creating: bool) -> None:
-        path = self.path
-        assert path is not None
+    def _write(self, prefix: bytes, line: bytes, *, creating: bool) -> int:
+        """Write ``prefix + line + \\n`` in one write; returns the offset where ``line`` starts."""
+        path = self._path
         if creating:
             new_fd = _fileio.create_exclusive(path)
             try:
@@ -432,6 +443,7 @@ class JsonlStore(IndexedStore):
             self._fd, self._exists = new_fd, True
         fd = self._fd
         assert fd is not None
+        data = prefix + line + b"\n"
         try:
             _fileio.write_all(fd, data)
         except OSError as exc:
@@ -441,9 +453,11 @@ class JsonlStore(IndexedStore):
                 self._needs_newline = True  # whatever got written, the next entry starts on a new line
                 self._size = os.fstat(fd).st_size
             raise StorageError(f"{path}: write failed: {exc.strerror or exc}", path=str(path)) from exc
+        start = self._size + len(prefix)
         self._size += len(data)
         if creating or self._identity is None:
-            self._identity = self._stat_identity(fd)
+            st = os.fstat(fd)
+            self._identity = (st.st_dev, st.st_ino, st.st_size)
         else:
             self._identity = (self._identity[0], self._identity[1], self._size)
         if self.durability == "fsync":
@@ -452,18 +466,13 @@ class JsonlStore(IndexedStore):
                 _fileio.fsync_dir(path.parent)
         elif self.durability == "batch":
             self._dirty = True
-
-    @staticmethod
-    def _stat_identity(fd: int) -> tuple[int, int, int]:
-        st = os.fstat(fd)
-        return st.st_dev, st.st_ino, st.st_size
+        return start
 
     def sync(self) -> None:
         with self._lock:
             if self._fd is not None and self._dirty:
                 os.fsync(self._fd)
-                if self.path is not None:
-                    _fileio.fsync_dir(self.path.parent)
+                _fileio.fsync_dir(self._path.parent)
                 self._dirty = False
 
     def close(self) -> None:
@@ -477,9 +486,11 @@ class JsonlStore(IndexedStore):
                     lock.release(self._fd)
                     os.close(self._fd)
                     self._fd = None
+            self._drop_reader()
             self._closed = True
 
     def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            os.close(fd)
+        for name in ("_fd", "_rfd"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                os.close(fd)

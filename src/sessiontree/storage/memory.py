@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _json
 from ..errors import SessionError
+from ._encode import encode_entry
 from .base import IndexedStore, Problem, check_envelope
 
 __all__ = ["MemoryStore"]
@@ -91,7 +92,7 @@ class MemoryStore(IndexedStore):
 
     def append(self, entry: Mapping[str, Any]) -> None:
         check_envelope(entry)
-        raw = _json.dumps_bytes(entry)
+        raw = encode_entry(entry)
         with self._lock:
             if self._closed:
                 raise SessionError("<memory>: the store is closed", kind="invalid_state")

@@ -16,8 +16,9 @@ from typing import Any
 from .. import _json
 from ..errors import CorruptSessionError
 from . import _fileio, lock
+from ._fileformat import find_header
 from .base import Problem
-from .jsonl import JsonlStore, _find_header
+from .jsonl import JsonlStore
 
 __all__ = ["RepairReport", "check_session_file", "repair_session_file"]
 
@@ -150,7 +151,7 @@ def repair_session_file(
 def _repair_v3(file: Path, fd: int, data: bytes, store: JsonlStore, report: RepairReport) -> None:
     kinds = {p.kind for p in store.problems}
     if kinds & _REWRITE_KINDS:
-        found = _find_header(data)
+        found = find_header(data)
         assert found is not None
         start, stop, _ = found
         header = data[start:stop].rstrip(b"\r")
