@@ -74,18 +74,22 @@ def create_session(
     return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
 
 
-def _open_store(path: Path, opts: dict[str, Any], *, read_only: bool) -> EntryStore:
+def _open_store(
+    path: Path, opts: dict[str, Any], *, read_only: bool, new_cwd: str | None = None
+) -> EntryStore:
+    """Open ``path``; a missing or empty file becomes a new session whose header cwd is ``new_cwd``."""
     durability = opts.get("durability", "flush")
+    cwd = new_cwd if new_cwd is not None else os.getcwd()
     if not path.exists():
         if read_only:
             raise SessionNotFoundError(f"Session file not found: {path}", path=str(path))
-        header, _ = _header(opts, os.getcwd(), None, None)
+        header, _ = _header(opts, cwd, None, None)
         return JsonlStore.create(path, header, durability=durability)
     store = JsonlStore.open(
         path, read_only=read_only, durability=durability, id_factory=opts.get("id_factory", new_entry_id)
     )
     if store.header is None:
-        header, _ = _header(opts, os.getcwd(), None, None)
+        header, _ = _header(opts, cwd, None, None)
         store.set_header(header)
     return store
 
@@ -101,7 +105,7 @@ def open_session(
 ) -> SessionManager:
     opts = _split_options(options)
     file = Path(path).expanduser().resolve()
-    store = _open_store(file, opts, read_only=read_only)
+    store = _open_store(file, opts, read_only=read_only, new_cwd=cwd_override)
     header_cwd = store.header.get("cwd") if store.header else None
     cwd = cwd_override or (header_cwd if isinstance(header_cwd, str) else None) or os.getcwd()
     directory = Path(session_dir).expanduser().resolve() if session_dir is not None else file.parent
@@ -160,12 +164,12 @@ def fork_from(
     opts = _split_options(options)
     source = Path(source_path).expanduser().resolve()
     try:
-        src = JsonlStore.open(source, read_only=True)
+        src = JsonlStore.open(source, read_only=True, id_factory=opts.get("id_factory", new_entry_id))
     except CorruptSessionError as exc:
         raise CorruptSessionError(
             f"Cannot fork: source session has no header: {source}", path=str(source)
         ) from exc
-    except FileNotFoundError as exc:
+    except SessionNotFoundError as exc:
         raise SessionNotFoundError(
             f"Cannot fork: source session file is empty or invalid: {source}", path=str(source)
         ) from exc

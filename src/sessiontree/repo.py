@@ -62,7 +62,18 @@ def resolve_cwd(cwd: str | os.PathLike[str]) -> str:
 
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) with mode 0700 where they do not exist yet."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):  # Path.mkdir(parents=True) would give the parents the umask's mode
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(directory, 0o700)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # raises when ``path`` is not a directory
     return path
 
 
