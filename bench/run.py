@@ -1,0 +1,440 @@
+"""The benchmark: one command that measures sessiontree on generated sessions and prints a table.
+
+``.venv/bin/python bench/run.py`` generates (or reuses, from ``bench/.data``) sessions of 10k, 100k and 300k
+entries and, in one process run, measures for each: the floor (read the bytes and split lines), open,
+context at the leaf, their ratio to the floor, ``get_tree``, appends in flush mode, ``prepare_compaction`` at
+the leaf, and the peak RSS of open + context in a fresh subprocess. Every time is the best of ``--repeat``
+runs, and the ratios are taken side by side in the same run, because machines are noisy. Targets are
+checked at the size the issue names (100k entries, 300k for the open time). Never touches real sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.generate import DATA_DIR, GeneratedSession, ensure_session, realistic_messages
+from sessiontree import SessionManager
+from sessiontree.compaction import DEFAULT_COMPACTION_SETTINGS, prepare_compaction
+
+__all__ = ["SizeResult", "Target", "main", "measure_size", "render_table"]
+
+DEFAULT_SIZES = (10_000, 100_000, 300_000)
+QUICK_SIZES = (2_000,)
+RSS_PROBE = Path(__file__).resolve().parent / "rss_probe.py"
+
+
+@dataclass
+class SizeResult:
+    """Everything measured on one generated session (seconds, bytes; best of the repeats)."""
+
+    entries: int
+    file_bytes: int
+    main_path: int
+    compactions: int
+    branches: int
+    floor_s: float = 0.0
+    open_s: float = 0.0
+    context_s: float = 0.0
+    open_context_s: float = 0.0
+    tree_s: float = 0.0
+    tree_nodes: int = 0
+    context_messages: int = 0
+    appends: int = 0
+    appends_s: float = 0.0
+    prepare_s: float = 0.0
+    prepare_summarized: int = 0
+    prepare_kept: int = 0
+    rss_baseline: int = 0
+    rss_peak: int = 0
+    rss_method: str = ""
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def ratio_to_floor(self) -> float:
+        return self.open_context_s / self.floor_s if self.floor_s else float("nan")
+
+    @property
+    def appends_per_s(self) -> float:
+        return self.appends / self.appends_s if self.appends_s else float("nan")
+
+    @property
+    def rss_delta(self) -> int:
+        return self.rss_peak - self.rss_baseline
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            ratio_to_floor=self.ratio_to_floor,
+            appends_per_s=self.appends_per_s,
+            rss_delta=self.rss_delta,
+            rss_delta_per_file_byte=self.rss_delta / self.file_bytes,
+            rss_peak_per_file_byte=self.rss_peak / self.file_bytes,
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """One requirement from the issue, checked on one row at one reference size."""
+
+    row: str
+    text: str
+    at: int
+    value: Callable[[SizeResult], float]
+    ok: Callable[[float], bool]
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("open", "< 1 s", 300_000, lambda r: r.open_s, lambda v: v < 1.0),
+    Target("ratio", "≤ 4× floor", 100_000, lambda r: r.ratio_to_floor, lambda v: v <= 4.0),
+    Target("tree", "≤ 150 ms", 100_000, lambda r: r.tree_s, lambda v: v <= 0.150),
+    Target("appends", "≥ 20,000/s", 100_000, lambda r: r.appends_per_s, lambda v: v >= 20_000),
+    Target("rss", "≤ 2× file", 100_000, lambda r: r.rss_delta / r.file_bytes, lambda v: v <= 2.0),
+)
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _floor(path: Path) -> float:
+    """Read the whole file and split it on ``\\n``: the least any reader of the format must do."""
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    elapsed = time.perf_counter() - start
+    del lines, data
+    return elapsed
+
+
+def _record(samples: dict[str, list[float]], key: str, value: float) -> None:
+    samples.setdefault(key, []).append(value)
+
+
+def measure_size(session: GeneratedSession, *, repeats: int, appends: int, work_dir: Path) -> SizeResult:
+    """Measure one session file: floor, open, context, tree, prepare, appends, peak RSS."""
+    path = session.path
+    result = SizeResult(
+        entries=session.entries,
+        file_bytes=session.bytes,
+        main_path=session.main_path_length,
+        compactions=session.compactions,
+        branches=session.branches,
+    )
+    samples = result.samples
+    _floor(path)  # warm the page cache: every measurement below reads from memory
+    for _ in range(repeats):
+        gc.collect()
+        _record(samples, "floor", _floor(path))
+        gc.collect()
+        t0 = time.perf_counter()
+        manager = SessionManager.open(path, read_only=True)
+        t1 = time.perf_counter()
+        context = manager.build_session_context()
+        t2 = time.perf_counter()
+        tree = manager.get_tree()
+        t3 = time.perf_counter()
+        _record(samples, "open", t1 - t0)
+        _record(samples, "context", t2 - t1)
+        _record(samples, "open_context", t2 - t0)
+        _record(samples, "tree", t3 - t2)
+        result.context_messages = len(context.messages)
+        result.tree_nodes = _count_nodes(tree)
+        manager.close()
+        del manager, context, tree
+        gc.collect()
+        # a fresh manager, so the preparation decodes its entries itself
+        manager = SessionManager.open(path, read_only=True)
+        t0 = time.perf_counter()
+        prep = prepare_compaction(manager.get_path_view(), DEFAULT_COMPACTION_SETTINGS)
+        t1 = time.perf_counter()
+        _record(samples, "prepare", t1 - t0)
+        if prep is not None:
+            result.prepare_summarized = len(prep.messages_to_summarize)
+            result.prepare_kept = len(prep.retained_tail)
+        manager.close()
+        del manager, prep
+    gc.collect()
+    result.appends = appends
+    _best_appends(result, path, appends, repeats, work_dir)
+    gc.collect()
+    _rss(result, path)
+    result.floor_s = min(samples["floor"])
+    result.open_s = min(samples["open"])
+    result.context_s = min(samples["context"])
+    result.open_context_s = min(samples["open_context"])
+    result.tree_s = min(samples["tree"])
+    result.prepare_s = min(samples["prepare"])
+    result.appends_s = min(samples["appends"])
+    return result
+
+
+def _count_nodes(roots: Sequence[Any]) -> int:
+    count = 0
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        count += 1
+        stack.extend(node.children)
+    return count
+
+
+def _best_appends(result: SizeResult, path: Path, appends: int, repeats: int, work_dir: Path) -> None:
+    """``appends`` messages per repeat onto a copy of the file, opened writable with ``durability="flush"``."""
+    messages = realistic_messages(appends)
+    directory = Path(tempfile.mkdtemp(prefix="appends-", dir=work_dir))
+    try:
+        copy = directory / path.name
+        shutil.copyfile(path, copy)
+        manager = SessionManager.open(copy, durability="flush")
+        try:
+            for _ in range(repeats):
+                gc.collect()
+                append = manager.append_message
+                start = time.perf_counter()
+                for message in messages:
+                    append(message)
+                _record(result.samples, "appends", time.perf_counter() - start)
+        finally:
+            manager.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _rss(result: SizeResult, path: Path) -> None:
+    """Peak RSS of open + context, measured in a fresh interpreter."""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    done = subprocess.run(
+        [sys.executable, str(RSS_PROBE), str(path)], capture_output=True, text=True, check=True, env=env
+    )
+    probe = json.loads(done.stdout)
+    result.rss_baseline = int(probe["baseline_rss"])
+    result.rss_peak = int(probe["peak_rss"])
+    result.rss_method = str(probe["peak_method"])
+
+
+# -- the table -----------------------------------------------------------------------------------------
+def _size_label(n: int) -> str:
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1_000 and n % 1_000 == 0:
+        return f"{n // 1_000}k"
+    return f"{n:,}"
+
+
+def _seconds(s: float) -> str:
+    if s < 0.001:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{s * 1e3:.0f} ms"
+    return f"{s:.2f} s"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _verdict(target: Target, results: Sequence[SizeResult]) -> tuple[str, SizeResult | None]:
+    by_size = {r.entries: r for r in results}
+    chosen = by_size.get(target.at)
+    note = ""
+    if chosen is None:
+        chosen = max(results, key=lambda r: r.entries)
+        note = f" (at {_size_label(chosen.entries)})"
+    return ("PASS" if target.ok(target.value(chosen)) else "FAIL") + note, chosen
+
+
+def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | None]]:
+    """(label, one cell per size, target key or None)."""
+
+    def cells(fmt: Callable[[SizeResult], str]) -> list[str]:
+        return [fmt(r) for r in results]
+
+    appends = results[0].appends if results else 0
+    return [
+        ("file size", cells(lambda r: _mb(r.file_bytes)), None),
+        ("entries on the leaf path", cells(lambda r: f"{r.main_path:,}"), None),
+        ("branches / compactions", cells(lambda r: f"{r.branches} / {r.compactions}"), None),
+        ("floor: read bytes + split lines", cells(lambda r: _seconds(r.floor_s)), None),
+        ("open (read-only)", cells(lambda r: _seconds(r.open_s)), "open"),
+        ("build context at the leaf", cells(lambda r: _seconds(r.context_s)), None),
+        ("  context messages", cells(lambda r: f"{r.context_messages:,}"), None),
+        ("open + context", cells(lambda r: _seconds(r.open_context_s)), None),
+        ("  open + context ÷ floor", cells(lambda r: f"{r.ratio_to_floor:.2f}×"), "ratio"),
+        ("get_tree", cells(lambda r: _seconds(r.tree_s)), "tree"),
+        (f"{appends:,} appends, flush mode", cells(lambda r: _seconds(r.appends_s)), None),
+        ("  appends per second", cells(lambda r: f"{r.appends_per_s:,.0f}/s"), "appends"),
+        ("prepare_compaction at the leaf", cells(lambda r: _seconds(r.prepare_s)), None),
+        (
+            "  messages summarized / kept",
+            cells(lambda r: f"{r.prepare_summarized:,} / {r.prepare_kept:,}"),
+            None,
+        ),
+        ("peak RSS, open + context (process)", cells(lambda r: _mb(r.rss_peak)), None),
+        ("  above the interpreter baseline", cells(lambda r: _mb(r.rss_delta)), None),
+        ("  above baseline ÷ file size", cells(lambda r: f"{r.rss_delta / r.file_bytes:.2f}×"), "rss"),
+        ("  whole process ÷ file size", cells(lambda r: f"{r.rss_peak / r.file_bytes:.2f}×"), None),
+    ]
+
+
+def render_table(results: Sequence[SizeResult], header: str) -> str:
+    """A plain text table: one row per measurement, one column per size, then target and verdict."""
+    targets = {t.row: t for t in TARGETS}
+    head = ["measurement", *(f"{_size_label(r.entries)} entries" for r in results), "target", "result"]
+    body: list[list[str]] = []
+    for label, values, key in _rows(results):
+        target = targets.get(key) if key else None
+        if target is None:
+            body.append([label, *values, "", ""])
+        else:
+            verdict, _ = _verdict(target, results)
+            body.append([label, *values, f"{target.text} @{_size_label(target.at)}", verdict])
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+
+    def line(row: list[str]) -> str:
+        parts = [row[0].ljust(widths[0])]
+        parts += [cell.rjust(widths[i]) for i, cell in enumerate(row[1:-2], start=1)]
+        parts += [row[-2].ljust(widths[-2]), row[-1].ljust(widths[-1])]
+        return "  ".join(parts).rstrip()
+
+    rule = "-" * len(line(head))
+    out = [header, rule, line(head), rule, *(line(r) for r in body), rule]
+    verdicts = [_verdict(t, results)[0] for t in TARGETS]
+    passed = sum(v.startswith("PASS") for v in verdicts)
+    out.append(f"targets: {passed} of {len(verdicts)} pass")
+    return "\n".join(out)
+
+
+def _environment(repeats: int) -> dict[str, Any]:
+    def version(name: str) -> str | None:
+        try:
+            from importlib.metadata import version as v
+
+            return v(name)
+        except Exception:
+            return None
+
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "orjson": version("orjson"),
+        "msgspec": version("msgspec"),
+        "repeats": repeats,
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def _header(env: dict[str, Any]) -> str:
+    libs = f"orjson {env['orjson']}, msgspec {env['msgspec'] or 'not installed'}"
+    load = env["load_average"]
+    busy = f", load {load[0]:.2f} at the end" if load else ""
+    return (
+        f"sessiontree benchmark, {env['date']}: {env['implementation']} {env['python']}, "
+        f"{env['platform']}, {env['cpus']} CPUs{busy}, {libs}; best of {env['repeats']}"
+    )
+
+
+def _generate_all(
+    sizes: Sequence[int], seed: int, retained_tail: bool, data_dir: Path
+) -> list[GeneratedSession]:
+    """Cached sessions for every size; missing ones are generated in parallel (two processes)."""
+    with ProcessPoolExecutor(max_workers=min(2, len(sizes))) as pool:
+        futures = [
+            pool.submit(ensure_session, n, seed, retained_tail=retained_tail, data_dir=data_dir)
+            for n in sizes
+        ]
+        return [f.result() for f in futures]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point (see ``--help``)."""
+    parser = argparse.ArgumentParser(
+        description="Benchmark sessiontree on generated pi sessions and print a table (targets from the issue)."
+    )
+    parser.add_argument("--sizes", help="comma-separated entry counts (default 10000,100000,300000)")
+    parser.add_argument(
+        "--repeat", type=int, help="runs per measurement, best kept (default 3; 1 with --quick)"
+    )
+    parser.add_argument("--appends", type=int, help="appends per run (default 10000; 1000 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="a small smoke run: 2,000 entries, one repeat")
+    parser.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    parser.add_argument("--retained-tail", action="store_true", help="compactions also store retainedTail")
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="where generated files are cached")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    parser.add_argument("--output", type=Path, help="also write the JSON results to this file")
+    args = parser.parse_args(argv)
+
+    sizes = (
+        [int(s) for s in args.sizes.split(",")]
+        if args.sizes
+        else list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    )
+    repeats = args.repeat or (1 if args.quick else 3)
+    appends = args.appends or (1_000 if args.quick else 10_000)
+    if any(n < 1 for n in sizes) or repeats < 1 or appends < 1:
+        parser.error("sizes, --repeat and --appends must be positive")
+
+    data_dir: Path = args.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _log(f"generating or reusing sessions of {', '.join(f'{n:,}' for n in sizes)} entries in {data_dir}")
+    started = time.perf_counter()
+    sessions = _generate_all(sizes, args.seed, args.retained_tail, data_dir)
+    _log(f"  ready in {time.perf_counter() - started:.1f} s")
+    results: list[SizeResult] = []
+    for session in sessions:
+        _log(f"measuring {session.entries:,} entries ({_mb(session.bytes)})")
+        results.append(measure_size(session, repeats=repeats, appends=appends, work_dir=data_dir))
+    env = _environment(repeats)
+    document = {
+        "environment": env,
+        "seed": args.seed,
+        "retained_tail": args.retained_tail,
+        "results": [r.to_dict() for r in results],
+        "targets": [
+            {
+                "row": t.row,
+                "target": t.text,
+                "reference_entries": t.at,
+                "checked_at_entries": chosen.entries if chosen else None,
+                "value": t.value(chosen) if chosen else None,
+                "verdict": verdict,
+            }
+            for t in TARGETS
+            for verdict, chosen in [_verdict(t, results)]
+        ],
+    }
+    if args.output is not None:
+        args.output.write_text(json.dumps(document, indent=1) + "\n", "utf-8")
+    if args.json:
+        print(json.dumps(document, indent=1))
+    else:
+        print(render_table(results, _header(env)))
+    _log(f"done in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
