@@ -7,6 +7,7 @@ Owns the leaf pointer, labels, the session name and the append methods. Byte-lev
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 from collections.abc import Callable, Container, Sequence
 from pathlib import Path
@@ -22,6 +23,9 @@ from .storage import EntryStore, JsonlStore, MemoryStore, Problem
 from .tree import TreeIndex, TreeNode
 
 __all__ = ["Durability", "SessionManager"]
+
+logger = logging.getLogger(__name__)
+logging.getLogger("sessiontree").addHandler(logging.NullHandler())  # silent unless the application logs
 
 Durability = Literal["flush", "fsync", "batch"]
 SessionIdFactory = Callable[[], str]
@@ -102,20 +106,28 @@ class SessionManager:
         self._store = store
         self._ids_in_use = _IdsInUse(store)
         self._tree = TreeIndex(store)
+        self._leaf: str | None = None
+        self._index_labels_and_name()
+        n = len(store)
+        if n:
+            self._leaf = self._leaf_after(n - 1)
+        self._cycles_checked: int | None = None
+        for problem in [*store.problems, *self._extra_problems]:
+            logger.warning("%s", problem.message)
+
+    def _index_labels_and_name(self) -> None:
+        """Labels and the session name from every entry of the store (on load, and after a re-index)."""
+        store = self._store
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str | None] = {}
         self._session_name: str | None = None
         self._extra_problems: builtins.list[Problem] = []
-        self._leaf: str | None = None
-        n = len(store)
-        for i in range(n):
+        for i in range(len(store)):
             kind = store.type_at(i)
             if kind == "label":
                 self._apply_label(store.entry_at(i))
             elif kind == "session_info":
                 self._apply_session_info(store.entry_at(i))
-        if n:
-            self._leaf = self._leaf_after(n - 1)
         self._check_references()
 
     def _leaf_after(self, i: int) -> str | None:
@@ -237,7 +249,11 @@ class SessionManager:
     # ------------------------------------------------------------------ simple getters
     @property
     def problems(self) -> builtins.list[Problem]:
-        """Everything the loader found wrong (kind, line number, message), plus reference problems."""
+        """Everything the loader found wrong (kind, line number, message), plus reference problems and cycles."""
+        if self._cycles_checked != self._store.generation:
+            # appends cannot close a cycle (a new entry hangs under an existing one): one pass per load
+            self._tree.find_cycles()
+            self._cycles_checked = self._store.generation
         return [*self._store.problems, *self._tree.problems, *self._extra_problems]
 
     @property
@@ -336,11 +352,15 @@ class SessionManager:
         store = self._store
         if not self._persist and store.path is not None:
             raise SessionError("in-memory session has a path", kind="invalid_state")
+        generation = store.generation
         store.append(entry)
         index = len(store) - 1
         self._tree.on_append(index)
         kind = entry.get("type")
-        if kind == "label":
+        if store.generation != generation:
+            # the file had changed on disk and was indexed again: labels and name as the file has them now
+            self._index_labels_and_name()
+        elif kind == "label":
             self._apply_label(entry)
         elif kind == "session_info":
             self._apply_session_info(entry)
