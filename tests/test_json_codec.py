@@ -6,8 +6,11 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessiontree import _json
+from sessiontree.storage._encode import encode_entry
 from tests.conftest import require_conformance
 
 CASE = "edge-json-numbers-unicode"
@@ -122,3 +125,52 @@ def test_invalid_json_raises_a_value_error() -> None:
     for bad in (b'{"a":1', b'{"a":1}{"b":2}', b"{'a':1}", b'{"a":NaN}'):
         with pytest.raises(ValueError):
             _json.loads(bad)
+
+
+# -- the append fast path (orjson checked against the reference encoder) ------------------------------------
+_keys = st.one_of(
+    st.text(max_size=6),
+    st.integers(min_value=0, max_value=2**32 + 5).map(str),
+    st.sampled_from(["01", "-1", "1.5", "4294967294", "4294967295", "type", "id"]),
+)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e-7, 1e-6, 1e16, 1e20, 1e21, 100.0, -0.0, 0.5, 5e-324, 2.0**53, 2.0**53 + 2]),
+    st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12),
+    st.sampled_from(["\ud800", "a\udc00b", "1e+5,", "x.0]", "12345678901234567", '"1":']),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(_keys, _values, max_size=6))
+def test_fast_entry_encoder_gives_the_reference_bytes(value: dict[str, object]) -> None:
+    assert encode_entry(value) == _json.dumps_bytes(value)
+
+
+def test_fast_entry_encoder_on_every_conformance_line() -> None:
+    root = require_conformance()
+    count = 0
+    for path in sorted(root.rglob("*.jsonl")):
+        for raw in _lines(path):
+            try:
+                value = _json.loads(raw)
+            except ValueError:
+                continue
+            assert encode_entry(value) == raw
+            count += 1
+    assert count > 1000
+
+
+def test_fast_entry_encoder_refuses_what_the_reference_refuses() -> None:
+    for bad in ({"a": object()}, {"a": {1, 2}}):
+        with pytest.raises(TypeError):
+            encode_entry(bad)
+    assert encode_entry({"a": _json.UNDEFINED, "b": [1.0]}) == b'{"b":[1]}'

@@ -479,3 +479,57 @@ def test_read_only_store_does_not_take_the_lock(tmp_path: Path) -> None:
     writer.append(msg("b", "a"))
     writer.close()
     reader.close()
+
+
+def test_lines_longer_than_a_read_chunk(tmp_path: Path, chunked: int) -> None:
+    long_text = "long " * 2000
+    entries = [msg("a", None, long_text), msg("b", "a"), msg("c", "b", long_text)]
+    write(tmp_path / "s.jsonl", *entries)
+    store = JsonlStore.open(tmp_path / "s.jsonl")
+    assert store.entries() == entries and store.problems == []
+    assert store.entry_at(2)["message"]["content"][0]["text"] == long_text
+
+
+def test_entries_are_read_back_from_the_file_not_kept_in_memory(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, msg("a", None), msg("b", "a"))
+    store = JsonlStore.open(path)
+    assert not hasattr(store, "_extra") and store._buf is None
+    store.append(msg("c", "b"))
+    assert store.raw_at(2) == _json.dumps_bytes(msg("c", "b"))
+    store.close()
+    assert store.raw_at(0) == _json.dumps_bytes(msg("a", None))  # reopened lazily after close
+    store.close()
+
+
+def test_a_file_replaced_or_shrunk_under_a_reader_is_an_error_not_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, msg("a", None), msg("b", "a"))
+    store = JsonlStore.open(path, read_only=True)
+    store.close()
+    replacement = tmp_path / "other.jsonl"
+    write(replacement, msg("x", None))
+    os.replace(replacement, path)
+    with pytest.raises(StorageError, match="replaced"):
+        store.raw_at(1)
+    shrinking = tmp_path / "t.jsonl"
+    write(shrinking, msg("a", None), msg("b", "a"))
+    reader = JsonlStore.open(shrinking, read_only=True)
+    with open(shrinking, "r+b") as handle:
+        handle.truncate(len(line(HEADER)) + 5)
+    with pytest.raises(StorageError, match="shrank"):
+        reader.entry_at(1)
+    reader.close()
+
+
+def test_entries_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    entries = [msg(f"e{i}", f"e{i - 1}" if i else None) for i in range(50)]
+    write(path, *entries)
+    store = JsonlStore.open(path, read_only=True)
+    calls: list[int] = []
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, off: (calls.append(n), real(fd, n, off))[1])
+    assert store.entries() == entries
+    assert len(calls) == 1
+    store.close()

@@ -6,10 +6,13 @@ interpret messages, labels or leaves (that is the manager's and the context buil
 
 from __future__ import annotations
 
+import gc
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne
 from pathlib import Path
 from typing import Any, Literal
 
@@ -303,6 +306,17 @@ class IndexedStore(EntryStore):
         self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
     ) -> None:
         """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids."""
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # large containers of untracked objects: collection passes would only cost time
+        try:
+            self._install_index(ids, parents, types, timestamps)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _install_index(
+        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+    ) -> None:
         self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
         self._index = dict(zip(ids, range(len(ids)), strict=True))
         self._cache = {}
@@ -327,7 +341,12 @@ class IndexedStore(EntryStore):
         """Report entries from ``start`` on whose parent id is not in the store."""
         index = self._index
         parents = self._parents
-        missing = set(parents[start:] if start else parents).difference(index)
+        # Most entries point at the entry just before them: only look up the others (compared in C).
+        tail = parents[start + 1 :]
+        candidates = set(compress(tail, map(ne, tail, self._ids[start:])))
+        if start < len(parents):
+            candidates.add(parents[start])
+        missing = candidates.difference(index)
         missing.discard(None)
         if not missing:
             return
