@@ -533,3 +533,14 @@ def test_entries_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert store.entries() == entries
     assert len(calls) == 1
     store.close()
+
+
+def test_a_pending_header_survives_a_blank_file_that_changed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    store = JsonlStore.open(path)
+    store.set_header(HEADER)
+    path.write_bytes(b"\n\n")
+    store.append(msg("a", None))
+    store.close()
+    assert path.read_bytes() == line(HEADER) + line(msg("a", None))

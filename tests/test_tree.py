@@ -209,3 +209,15 @@ def test_tree_follows_a_store_that_was_reindexed(tmp_path: Path) -> None:
     assert tree.path_to_root(2) == [0, 1, 2]
     assert tree.children_of("a") == [1]
     late.close()
+
+
+def test_a_parent_appended_after_its_child_is_found() -> None:
+    store = MemoryStore(HEADER, [e("a", None), e("o", "later")])
+    tree = TreeIndex(store)
+    assert tree.path_to_root(1) == [1]
+    assert [r.id for r in tree.get_tree()] == ["a", "o"]
+    store.append(e("later", "a"))
+    tree.on_append(2)
+    assert tree.path_to_root(1) == [0, 2, 1]
+    assert [r.id for r in tree.get_tree()] == ["a"]
+    assert tree.children_of("later") == [1]

@@ -10,6 +10,8 @@ import gc
 import math
 from collections.abc import Callable, Mapping
 from functools import cmp_to_key
+from itertools import compress, repeat
+from operator import eq
 from typing import Any
 
 from .ids import parse_iso_ms
@@ -86,6 +88,7 @@ class TreeIndex:
         self._reported: set[tuple[str, str]] = set()
         self._generation = store.generation
         self._ppos: list[int] | None = None
+        self._dangling: set[str | None] = set()
         self._children: dict[str | None, list[int]] | None = None
         self._times: dict[int, float] = {}
 
@@ -103,12 +106,15 @@ class TreeIndex:
         """Keep the index current after ``store.append`` added entry ``i``."""
         self._check_generation()
         store = self.store
-        if store.is_duplicate(store.id_at(i)):
-            self._invalidate()  # a reused id re-points existing edges: rebuild lazily
+        entry_id = store.id_at(i)
+        if store.is_duplicate(entry_id) or entry_id in self._dangling:
+            self._invalidate()  # a reused or awaited id re-points existing edges: rebuild lazily
             return
         if self._ppos is not None:
             if len(self._ppos) == i:
                 self._ppos.extend(store.parent_positions(i))
+                if self._ppos[i] < 0 and store.parent_at(i):
+                    self._dangling.add(store.parent_at(i))
             else:
                 self._ppos = None
         if self._children is not None:
@@ -117,10 +123,12 @@ class TreeIndex:
     def _parent_positions(self) -> list[int]:
         ppos = self._ppos
         n = len(self.store)
-        if ppos is None:
+        if ppos is None or len(ppos) < n:  # first use, or appends the caller did not announce
             ppos = self._ppos = self.store.parent_positions()
-        elif len(ppos) < n:  # appends the caller did not announce
-            ppos.extend(self.store.parent_positions(len(ppos)))
+            _, parents = self.store.envelope_lists()
+            # parent ids not (yet) in the store: appending one of them re-points its children
+            self._dangling = set(compress(parents, map(eq, ppos, repeat(-1))))
+            self._dangling.discard(None)
         return ppos
 
     # -- paths ---------------------------------------------------------------------------------------

@@ -277,9 +277,12 @@ class JsonlStore(IndexedStore):
         st = os.fstat(fd)
         self._drop_reader()
         old_problems = self.problems
+        pending = None if self._header_written else self.header
         self.problems = []
         self._identity = (st.st_dev, st.st_ino, st.st_size)
         self._load(self._pread, st.st_size, self._identity, allow_migration=False)
+        if self.header is None:  # still no header on disk: keep the one this store was given
+            self.header = pending
         note = Problem(
             "changed_on_disk",
             None,
@@ -290,7 +293,11 @@ class JsonlStore(IndexedStore):
 
     # -- reads ---------------------------------------------------------------------------------------
     def _reader(self) -> int:
-        if self._rfd is None:
+        if self._rfd is not None:
+            return self._rfd
+        with self._lock:
+            if self._rfd is not None:
+                return self._rfd
             fd = os.open(self._path, os.O_RDONLY | _CLOEXEC)
             st = os.fstat(fd)
             if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
@@ -299,7 +306,7 @@ class JsonlStore(IndexedStore):
                     f"{self.path}: the file was replaced on disk; open it again", path=str(self.path)
                 )
             self._rfd = fd
-        return self._rfd
+            return fd
 
     def _drop_reader(self) -> None:
         if self._rfd is not None:
