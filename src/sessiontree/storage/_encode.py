@@ -61,10 +61,41 @@ def _differs(out: bytes) -> bool:
     return False
 
 
+_SAFE_INT = 2**53
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    """``value`` with integral floats below 2**53 as ints (JavaScript prints them so); copies only what changes."""
+    kind = type(value)
+    if kind is float:
+        return int(value) if value.is_integer() and -_SAFE_INT < value < _SAFE_INT else value
+    if kind is dict:
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            new = _integral_floats_as_ints(item)
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if kind is list or kind is tuple:
+        items = [_integral_floats_as_ints(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 def encode_entry(entry: Any) -> bytes:
     """``_json.dumps_bytes(entry)``, computed by orjson when that is provably the same bytes."""
     try:
         out = orjson.dumps(entry, default=_refuse, option=_OPTIONS)
-    except TypeError:  # lone surrogates, UNDEFINED markers, non-str keys, 64-bit overflow, other types
-        return _json.dumps_bytes(entry)
-    return _json.dumps_bytes(entry) if _differs(out) else out
+        if not _differs(out):
+            return out
+        if _INTEGRAL_FLOAT.search(out):  # Python code often hands over 0.0 where JavaScript has 0
+            normalized = _integral_floats_as_ints(entry)
+            if normalized is not entry:
+                out = orjson.dumps(normalized, default=_refuse, option=_OPTIONS)
+                if not _differs(out):
+                    return out
+    except (TypeError, RecursionError):  # lone surrogates, UNDEFINED markers, non-str keys, other types
+        pass
+    return _json.dumps_bytes(entry)
