@@ -129,7 +129,9 @@ def entry_preview(entry: dict[str, Any], width: int = 80) -> str:
     """A one-line description of an entry: role or type, then its text."""
     kind = entry.get("type")
     if kind == "message":
-        message = entry.get("message") or {}
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            message = {}
         role = message.get("role", "?")
         if role == "toolResult":
             body = f"{message.get('toolName')}: {message_text(message.get('content'))}"

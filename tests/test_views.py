@@ -1,0 +1,220 @@
+"""views.py: flat pre-order rows of ``get_tree()`` and one-line entry previews (used by the CLI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sessiontree import SessionManager
+from sessiontree.storage import MemoryStore
+from sessiontree.views import entry_preview, message_text, tree_rows
+
+HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
+
+
+def row_summary(manager: SessionManager) -> list[tuple[str, int, int, list[str], bool]]:
+    return [
+        (str(r.entry["id"]), r.depth, r.indent, r.children, r.last_sibling)
+        for r in tree_rows(manager.get_tree())
+    ]
+
+
+# -- tree_rows --------------------------------------------------------------------------------------------
+def test_a_linear_conversation_stays_flat() -> None:
+    m = SessionManager.in_memory("/p")
+    a = m.append_message(user("a"))
+    b = m.append_message(assistant("b"))
+    c = m.append_message(user("c"))
+    assert row_summary(m) == [(a, 0, 0, [b], True), (b, 1, 0, [c], True), (c, 2, 0, [], True)]
+
+
+def test_indent_grows_at_branch_points_in_pre_order() -> None:
+    m = SessionManager.in_memory("/p")
+    root = m.append_message(user("root"))
+    left = m.append_message(assistant("left"))
+    left_child = m.append_message(user("left child"))
+    m.branch(root)
+    right = m.append_message(assistant("right"))
+    assert row_summary(m) == [
+        (root, 0, 0, [left, right], True),
+        (left, 1, 1, [left_child], False),
+        (left_child, 2, 1, [], True),
+        (right, 1, 1, [], True),
+    ]
+
+
+def test_several_roots_are_indented_once() -> None:
+    m = SessionManager.in_memory("/p")
+    first = m.append_message(user("first"))
+    m.reset_leaf()
+    second = m.append_message(user("second"))
+    after = m.append_message(assistant("after"))
+    assert row_summary(m) == [
+        (first, 0, 1, [], False),
+        (second, 0, 1, [after], True),
+        (after, 1, 1, [], True),
+    ]
+
+
+def test_rows_carry_labels_and_serialize_like_tree_json() -> None:
+    m = SessionManager.in_memory("/p", clock=lambda: 1_735_689_600_000)
+    a = m.append_message(user("a"))
+    label = m.append_label_change(a, "start")
+    rows = tree_rows(m.get_tree())
+    assert (rows[0].label, rows[0].label_timestamp) == ("start", "2025-01-01T00:00:00.000Z")
+    assert rows[1].label is None
+    assert rows[0].to_dict() == {
+        "id": a,
+        "type": "message",
+        "parentId": None,
+        "depth": 0,
+        "label": "start",
+        "labelTimestamp": "2025-01-01T00:00:00.000Z",
+        "children": [label],
+    }
+
+
+def test_an_empty_tree_has_no_rows() -> None:
+    assert tree_rows([]) == []
+
+
+def test_very_deep_trees_need_no_recursion() -> None:
+    n = 20_000
+    entries = [
+        {"type": "message", "id": f"n{i}", "parentId": f"n{i - 1}" if i else None, "timestamp": "t"}
+        for i in range(n)
+    ]
+    m = SessionManager(MemoryStore(HEADER, entries), cwd="/", session_dir=None, persist=False)
+    rows = tree_rows(m.get_tree())
+    assert len(rows) == n
+    assert rows[-1].depth == n - 1 and rows[-1].indent == 0
+    assert [r.entry["id"] for r in rows[:3]] == ["n0", "n1", "n2"]
+
+
+# -- entry_preview ----------------------------------------------------------------------------------------
+def _entry(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "id": "e", "parentId": None, "timestamp": "t", **fields}
+
+
+@pytest.mark.parametrize(
+    ("entry", "preview"),
+    [
+        (_entry("message", message=user("hello\n  world")), "user: hello world"),
+        (_entry("message", message=assistant("done")), "assistant: done"),
+        (
+            _entry(
+                "message",
+                message={
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm"},
+                        {"type": "toolCall", "name": "read", "arguments": {"path": "a.py", "limit": 5}},
+                        {"type": "image", "data": "…"},
+                    ],
+                },
+            ),
+            "assistant: (thinking) hmm read(path='a.py', limit=5) [image]",
+        ),
+        (
+            _entry(
+                "message",
+                message={
+                    "role": "assistant",
+                    "content": [],
+                    "stopReason": "error",
+                    "errorMessage": "overloaded",
+                },
+            ),
+            "assistant: [error] overloaded",
+        ),
+        (
+            _entry(
+                "message",
+                message={
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "part"}],
+                    "stopReason": "aborted",
+                },
+            ),
+            "assistant: [aborted] part",
+        ),
+        (
+            _entry(
+                "message",
+                message={
+                    "role": "toolResult",
+                    "toolName": "bash",
+                    "content": [{"type": "text", "text": "ok"}],
+                },
+            ),
+            "toolResult: bash: ok",
+        ),
+        (
+            _entry("message", message={"role": "bashExecution", "command": "ls -la"}),
+            "bashExecution: $ ls -la",
+        ),
+        (_entry("model_change", provider="openai", modelId="gpt-4.1"), "model → openai/gpt-4.1"),
+        (_entry("thinking_level_change", thinkingLevel="high"), "thinking → high"),
+        (_entry("active_tools_change", activeToolNames=["read", "bash"]), "tools → read, bash"),
+        (
+            _entry("compaction", summary="## Goal\nthings", tokensBefore=5000),
+            "compaction (5000 tokens before): ## Goal things",
+        ),
+        (_entry("branch_summary", summary="tried X", fromId="x"), "branch summary: tried X"),
+        (_entry("label", targetId="abc", label="start"), "label abc = start"),
+        (_entry("label", targetId="abc"), "label abc = (cleared)"),
+        (_entry("session_info", name="My session"), "name = My session"),
+        (
+            _entry("custom_message", customType="ext", content="injected", display=True),
+            "custom[ext]: injected",
+        ),
+        (_entry("custom", customType="state", data={"n": 1}), "custom[state]"),
+        (_entry("leaf", targetId=None), "leaf → None"),
+        (_entry("future_kind", payload=1), "future_kind"),
+    ],
+)
+def test_entry_preview(entry: dict[str, Any], preview: str) -> None:
+    assert entry_preview(entry) == preview
+
+
+def test_entry_preview_cuts_to_the_width() -> None:
+    preview = entry_preview(_entry("message", message=user("x" * 200)), width=10)
+    assert preview == "user: " + "x" * 9 + "…"
+    assert entry_preview(_entry("message", message=user("exactly10!")), width=10) == "user: exactly10!"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        _entry("message", message="not an object"),
+        _entry("message", message=None),
+        _entry("message"),
+        _entry("message", message={"role": "user", "content": None}),
+        _entry("message", message={"role": "user", "content": [None, 3, {"type": "text"}]}),
+        _entry("compaction"),
+        {},
+    ],
+)
+def test_entry_preview_never_fails_on_odd_entries(entry: dict[str, Any]) -> None:
+    assert isinstance(entry_preview(entry), str)
+
+
+def test_message_text() -> None:
+    assert message_text("plain") == "plain"
+    assert (
+        message_text(
+            [{"type": "text", "text": "a"}, {"type": "text", "text": ""}, {"type": "text", "text": "b"}]
+        )
+        == "a b"
+    )
+    assert message_text(None) == ""
+    assert message_text(42) == ""
