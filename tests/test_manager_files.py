@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import CorruptSessionError, SessionManager, SessionNotFoundError
+from sessiontree import CorruptSessionError, SessionManager, SessionNotFoundError, StorageError
 from sessiontree._json import loads
 from sessiontree.storage import lock
 
@@ -393,3 +393,30 @@ def test_file_and_directory_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         other.close()
     finally:
         os.umask(old_umask)
+
+
+# -- existing files are never overwritten -----------------------------------------------------------------
+def test_a_session_file_that_already_exists_is_never_overwritten(tmp_path: Path) -> None:
+    fixed_clock = lambda: 1_735_689_600_000  # noqa: E731
+    first = SessionManager.create(str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)
+    second = SessionManager.create(str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)
+    first.append_message(user("first"))
+    path = first.get_session_file()
+    assert path is not None and path == second.get_session_file()
+    before = Path(path).read_bytes()
+    with pytest.raises(StorageError, match="already exists"):
+        second.append_message(user("second"))
+    assert second.get_leaf_id() is None and second.get_entries() == []
+    with pytest.raises(StorageError, match="already exists"):
+        SessionManager.create(str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)
+    with pytest.raises(StorageError, match="already exists"):
+        SessionManager.fork_from(path, str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)
+    assert Path(path).read_bytes() == before
+    assert [p.name for p in (tmp_path / "s").iterdir()] == [Path(path).name]  # no temporary file left
+    first.close()
+    second.close()
+
+
+def test_opening_a_directory_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError):
+        SessionManager.open(tmp_path)

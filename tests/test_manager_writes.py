@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -380,3 +381,32 @@ def test_load_problems_are_logged_as_warnings(tmp_path: Path, caplog: pytest.Log
     ]
     assert [r.getMessage() for r in warnings] == [p.message for p in m.problems]
     assert "line 3" in warnings[0].getMessage()
+
+
+# -- one process, many threads ----------------------------------------------------------------------------
+def test_appends_from_many_threads_are_serialized(tmp_path: Path) -> None:
+    m = SessionManager.create(str(tmp_path), tmp_path / "sessions")
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(50):
+                m.append_message(user(f"{worker}-{i}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    entries = m.get_entries()
+    assert len(entries) == 400
+    assert len({e["id"] for e in entries}) == 400
+    # one linear chain: every entry hangs under the one appended just before it
+    assert all(entries[i]["parentId"] == entries[i - 1]["id"] for i in range(1, len(entries)))
+    path = m.get_session_file()
+    assert path is not None
+    m.close()
+    assert [o["id"] for o in lines_of(path)[1:]] == [e["id"] for e in entries]
