@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sessiontree import _json
-from sessiontree.errors import CorruptSessionError, SessionLockedError
+from sessiontree.errors import CorruptSessionError, SessionLockedError, StorageError
 from sessiontree.storage import JsonlStore, check_session_file, repair_session_file
 from sessiontree.storage.lock import is_locked
 from sessiontree.tree import TreeIndex
@@ -228,3 +228,34 @@ def test_check_reports_cycles_duplicates_and_dangling_parents(tmp_path: Path) ->
     with pytest.raises(CorruptSessionError):
         JsonlStore.open(bad)
     assert [p.kind for p in check_session_file(bad)] == ["bad_header"]
+
+
+def test_a_file_replaced_or_shrunk_under_a_reader_is_an_error_not_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, msg("a", None), msg("b", "a"))
+    store = JsonlStore.open(path, read_only=True)
+    store.close()
+    replacement = tmp_path / "other.jsonl"
+    write(replacement, msg("x", None))
+    os.replace(replacement, path)
+    with pytest.raises(StorageError, match="replaced"):
+        store.raw_at(1)
+    shrinking = tmp_path / "t.jsonl"
+    write(shrinking, msg("a", None), msg("b", "a"))
+    reader = JsonlStore.open(shrinking, read_only=True)
+    with open(shrinking, "r+b") as handle:
+        handle.truncate(len(_json.dumps_bytes(HEADER)) + 6)
+    with pytest.raises(StorageError, match="shrank"):
+        reader.entry_at(1)
+    reader.close()
+
+
+def test_a_pending_header_survives_a_blank_file_that_changed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    store = JsonlStore.open(path)
+    store.set_header(HEADER)
+    path.write_bytes(b"\n\n")
+    store.append(msg("a", None))
+    store.close()
+    assert path.read_bytes() == _json.dumps_bytes(HEADER) + b"\n" + _json.dumps_bytes(msg("a", None)) + b"\n"

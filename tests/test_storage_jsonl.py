@@ -502,26 +502,6 @@ def test_entries_are_read_back_from_the_file_not_kept_in_memory(tmp_path: Path) 
     store.close()
 
 
-def test_a_file_replaced_or_shrunk_under_a_reader_is_an_error_not_garbage(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    write(path, msg("a", None), msg("b", "a"))
-    store = JsonlStore.open(path, read_only=True)
-    store.close()
-    replacement = tmp_path / "other.jsonl"
-    write(replacement, msg("x", None))
-    os.replace(replacement, path)
-    with pytest.raises(StorageError, match="replaced"):
-        store.raw_at(1)
-    shrinking = tmp_path / "t.jsonl"
-    write(shrinking, msg("a", None), msg("b", "a"))
-    reader = JsonlStore.open(shrinking, read_only=True)
-    with open(shrinking, "r+b") as handle:
-        handle.truncate(len(line(HEADER)) + 5)
-    with pytest.raises(StorageError, match="shrank"):
-        reader.entry_at(1)
-    reader.close()
-
-
 def test_entries_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "s.jsonl"
     entries = [msg(f"e{i}", f"e{i - 1}" if i else None) for i in range(50)]
@@ -533,14 +513,3 @@ def test_entries_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert store.entries() == entries
     assert len(calls) == 1
     store.close()
-
-
-def test_a_pending_header_survives_a_blank_file_that_changed(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(b"")
-    store = JsonlStore.open(path)
-    store.set_header(HEADER)
-    path.write_bytes(b"\n\n")
-    store.append(msg("a", None))
-    store.close()
-    assert path.read_bytes() == line(HEADER) + line(msg("a", None))
