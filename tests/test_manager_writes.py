@@ -410,3 +410,27 @@ def test_appends_from_many_threads_are_serialized(tmp_path: Path) -> None:
     assert path is not None
     m.close()
     assert [o["id"] for o in lines_of(path)[1:]] == [e["id"] for e in entries]
+
+
+def test_read_only_manager_refuses_to_create_sessions(tmp_path: Path) -> None:
+    """A read-only manager writes nothing anywhere: no branched copy, no new session file."""
+    manager = SessionManager.create("/proj", tmp_path)
+    first = manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    reader = SessionManager.open(path, read_only=True)
+    with pytest.raises(SessionError) as branched:
+        reader.create_branched_session(first)
+    assert branched.value.kind == "read_only"
+    with pytest.raises(SessionError):
+        reader.new_session()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [Path(path).name]
+    reader.close()
+
+
+def test_rejected_custom_id_leaves_no_directory(tmp_path: Path) -> None:
+    target = tmp_path / "not-created"
+    with pytest.raises(ValueError):
+        SessionManager.create("/proj", target, id="bad id!")
+    assert not target.exists()

@@ -67,6 +67,8 @@ def create_session(
     **options: Any,
 ) -> SessionManager:
     opts = _split_options(options)
+    if id is not None:
+        assert_valid_session_id(id)  # before any directory is created
     cwd = resolve_cwd(cwd)
     directory = _session_dir(cwd, session_dir)
     header, name = _header(opts, cwd, id, parent_session)
@@ -120,7 +122,8 @@ def load_into(manager: SessionManager, path: Path) -> None:
         "session_id_factory": manager.session_id_factory,
         "durability": manager.durability,
     }
-    store = _open_store(file, opts, read_only=False)
+    # A missing or empty file starts a new session that keeps this manager's cwd (as pi does).
+    store = _open_store(file, opts, read_only=False, new_cwd=manager.get_cwd())
     header_cwd = store.header.get("cwd") if store.header else None
     manager._replace_store(store, cwd=header_cwd if isinstance(header_cwd, str) else None)
 
@@ -162,6 +165,8 @@ def fork_from(
     **options: Any,
 ) -> SessionManager:
     opts = _split_options(options)
+    if id is not None:
+        assert_valid_session_id(id)  # before any directory is created
     source = Path(source_path).expanduser().resolve()
     try:
         src = JsonlStore.open(source, read_only=True, id_factory=opts.get("id_factory", new_entry_id))
@@ -195,7 +200,13 @@ def fork_from(
     return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
 
 
+def _refuse_read_only(manager: SessionManager, what: str) -> None:
+    if manager.store.read_only:
+        raise SessionError(f"Cannot {what}: the session was opened read-only", kind="read_only")
+
+
 def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id: str | None) -> str | None:
+    _refuse_read_only(manager, "create a branched session")
     store = manager.store
     positions = manager._path_positions(leaf_id)
     if not positions:
@@ -250,6 +261,7 @@ def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id
 
 
 def new_session(manager: SessionManager, *, id: str | None, parent_session: str | None) -> str | None:
+    _refuse_read_only(manager, "start a new session")
     if id is not None:
         assert_valid_session_id(id)
     header, name = manager._fresh_header(id, parent_session)
