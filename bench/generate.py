@@ -29,6 +29,7 @@ from sessiontree.ids import iso_from_ms
 __all__ = [
     "DATA_DIR",
     "GENERATOR_VERSION",
+    "VARIANTS",
     "GeneratedSession",
     "MessageFactory",
     "ensure_session",
@@ -37,8 +38,13 @@ __all__ = [
     "realistic_messages",
 ]
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 """Bump when the output changes, so cached files are regenerated."""
+
+VARIANTS = ("pi", "rt", "nc")
+"""``pi``: compactions as pi writes them (``firstKeptEntryId`` only); ``rt``: compactions that also store
+``retainedTail``, as sessiontree writes them; ``nc``: no compactions at all (the worst case for context
+building and for preparing a compaction)."""
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
 
@@ -296,11 +302,11 @@ class MessageFactory:
         inp, out = rng.randint(3, 40_000), rng.randint(20, 3_500)
         c_read = rng.choice((0, rng.randint(1_000, 120_000)))
         c_write = rng.choice((0, 0, rng.randint(100, 15_000)))
-        cost = {
-            "input": inp * p_in / 1e6,
-            "output": out * p_out / 1e6,
-            "cacheRead": c_read * p_read / 1e6,
-            "cacheWrite": c_write * p_write / 1e6,
+        cost = {  # pi's arithmetic: (price per million / 1e6) * tokens, so zero counts give 0.0
+            "input": (p_in / 1_000_000) * inp,
+            "output": (p_out / 1_000_000) * out,
+            "cacheRead": (p_read / 1_000_000) * c_read,
+            "cacheWrite": (p_write / 1_000_000) * c_write,
         }
         cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
         msg: Message = {
@@ -420,11 +426,14 @@ class _Stats:
 class _SessionBuilder:
     """Walks a session forward: the current path, branching, compactions. Yields entries in file order."""
 
-    def __init__(self, seed: int, retained_tail: bool, limit: int) -> None:
+    def __init__(self, seed: int, variant: str, limit: int) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
         self.rng = random.Random(seed)
         self.limit = limit
         self.factory = MessageFactory(self.rng)
-        self.retained_tail = retained_tail
+        self.retained_tail = variant == "rt"
+        self.compactions = variant != "nc"
         self.ids: set[str] = set()
         self.ms = _START_MS
         self.path: list[_PathItem] = []
@@ -526,7 +535,8 @@ class _SessionBuilder:
                 yield from self.branch()
             written = sum(self.stats.types.values())
             if (
-                written >= next_compaction
+                self.compactions
+                and written >= next_compaction
                 and len(self.path) - self.last_compaction > 80
                 and self.limit - written >= 100  # a file never ends in a compaction
             ):
@@ -627,9 +637,9 @@ class _SessionBuilder:
         return entry
 
 
-def iter_entries(entries: int, seed: int = 1, *, retained_tail: bool = False) -> Iterator[Entry]:
+def iter_entries(entries: int, seed: int = 1, *, variant: str = "pi") -> Iterator[Entry]:
     """The header, then exactly ``entries`` entries of a generated session (never ending in a compaction)."""
-    builder = _SessionBuilder(seed, retained_tail, entries)
+    builder = _SessionBuilder(seed, variant, entries)
     yield builder.header()
     yield from islice(builder.entries(), entries)
 
@@ -641,7 +651,7 @@ class GeneratedSession:
     path: Path
     entries: int
     seed: int
-    retained_tail: bool
+    variant: str
     bytes: int
     main_path_length: int
     types: dict[str, int]
@@ -656,11 +666,9 @@ class GeneratedSession:
         return out
 
 
-def generate_session(
-    path: Path, entries: int, seed: int = 1, *, retained_tail: bool = False
-) -> GeneratedSession:
+def generate_session(path: Path, entries: int, seed: int = 1, *, variant: str = "pi") -> GeneratedSession:
     """Write a session of exactly ``entries`` entries (plus the header) to ``path``, atomically."""
-    builder = _SessionBuilder(seed, retained_tail, entries)
+    builder = _SessionBuilder(seed, variant, entries)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     size = 0
@@ -680,7 +688,7 @@ def generate_session(
         path=path,
         entries=produced,
         seed=seed,
-        retained_tail=retained_tail,
+        variant=variant,
         bytes=size,
         main_path_length=len(builder.path),
         types=dict(sorted(stats.types.items())),
@@ -691,24 +699,26 @@ def generate_session(
     )
 
 
-def cache_name(entries: int, seed: int, retained_tail: bool) -> str:
+def cache_name(entries: int, seed: int, variant: str) -> str:
     """The cache file name for a size, seed and variant."""
-    variant = "rt" if retained_tail else "pi"
     return f"session-{entries}-s{seed}-{variant}-g{GENERATOR_VERSION}.jsonl"
 
 
 def ensure_session(
-    entries: int, seed: int = 1, *, retained_tail: bool = False, data_dir: Path = DATA_DIR
+    entries: int, seed: int = 1, *, variant: str = "pi", data_dir: Path = DATA_DIR
 ) -> GeneratedSession:
     """The cached session for these parameters, generated first when missing."""
-    path = data_dir / cache_name(entries, seed, retained_tail)
+    path = data_dir / cache_name(entries, seed, variant)
     meta = path.with_name(path.name + ".meta.json")
     if path.is_file() and meta.is_file():
-        data = json.loads(meta.read_text("utf-8"))
-        if data.get("bytes") == path.stat().st_size:
-            data["path"] = path
-            return GeneratedSession(**data)
-    info = generate_session(path, entries, seed, retained_tail=retained_tail)
+        try:
+            data = json.loads(meta.read_text("utf-8"))
+            if data.get("bytes") == path.stat().st_size:
+                data["path"] = path
+                return GeneratedSession(**data)
+        except (ValueError, TypeError):  # an unreadable or outdated description: generate again
+            pass
+    info = generate_session(path, entries, seed, variant=variant)
     meta.write_text(json.dumps(info.to_dict(), indent=1) + "\n", "utf-8")
     return info
 
@@ -718,18 +728,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=10_000, help="number of entries after the header")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--retained-tail", action="store_true", help="compactions also store retainedTail")
+    parser.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default="pi",
+        help="pi: compactions as pi writes them; rt: compactions also store retainedTail; nc: no compactions",
+    )
     parser.add_argument(
         "--data-dir", type=Path, default=DATA_DIR, help="cache directory (default bench/.data)"
     )
     parser.add_argument("--out", type=Path, help="write here instead of the cache (always regenerates)")
     args = parser.parse_args(argv)
     if args.out is not None:
-        info = generate_session(args.out, args.entries, args.seed, retained_tail=args.retained_tail)
+        info = generate_session(args.out, args.entries, args.seed, variant=args.variant)
     else:
-        info = ensure_session(
-            args.entries, args.seed, retained_tail=args.retained_tail, data_dir=args.data_dir
-        )
+        info = ensure_session(args.entries, args.seed, variant=args.variant, data_dir=args.data_dir)
     json.dump(info.to_dict(), sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

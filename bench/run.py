@@ -3,9 +3,10 @@
 ``.venv/bin/python bench/run.py`` generates (or reuses, from ``bench/.data``) sessions of 10k, 100k and 300k
 entries and, in one process run, measures for each: the floor (read the bytes and split lines), open,
 context at the leaf, their ratio to the floor, ``get_tree``, appends in flush mode, ``prepare_compaction`` at
-the leaf, and the peak RSS of open + context in a fresh subprocess. Every time is the best of ``--repeat``
-runs, and the ratios are taken side by side in the same run, because machines are noisy. Targets are
-checked at the size the issue names (100k entries, 300k for the open time). Never touches real sessions.
+the leaf (also on a session that was never compacted, the worst case), and the peak RSS of open + context in
+a fresh subprocess. Every time is the best of ``--repeat`` runs, and the ratios are taken side by side in the
+same run, because machines are noisy. Targets are checked at the size the issue names (100k entries, 300k
+for the open time). It writes only under its data directory and never touches real sessions.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generate import DATA_DIR, GeneratedSession, ensure_session, realistic_messages
+from bench.generate import DATA_DIR, VARIANTS, GeneratedSession, ensure_session, realistic_messages
 from sessiontree import SessionManager
 from sessiontree.compaction import DEFAULT_COMPACTION_SETTINGS, prepare_compaction
 
-__all__ = ["SizeResult", "Target", "main", "measure_size", "render_table"]
+__all__ = ["TARGETS", "SizeResult", "Target", "main", "measure_size", "render_table"]
 
 DEFAULT_SIZES = (10_000, 100_000, 300_000)
 QUICK_SIZES = (2_000,)
@@ -61,6 +62,8 @@ class SizeResult:
     prepare_s: float = 0.0
     prepare_summarized: int = 0
     prepare_kept: int = 0
+    prepare_uncompacted_s: float = float("nan")
+    prepare_uncompacted_summarized: int = 0
     rss_baseline: int = 0
     rss_peak: int = 0
     rss_method: str = ""
@@ -79,6 +82,7 @@ class SizeResult:
         return self.rss_peak - self.rss_baseline
 
     def to_dict(self) -> dict[str, Any]:
+        """The measurements plus the derived ratios, JSON-ready."""
         out = asdict(self)
         out.update(
             ratio_to_floor=self.ratio_to_floor,
@@ -87,12 +91,12 @@ class SizeResult:
             rss_delta_per_file_byte=self.rss_delta / self.file_bytes,
             rss_peak_per_file_byte=self.rss_peak / self.file_bytes,
         )
-        return out
+        return {k: None if isinstance(v, float) and v != v else v for k, v in out.items()}  # NaN is not JSON
 
 
 @dataclass(frozen=True)
 class Target:
-    """One requirement from the issue, checked on one row at one reference size."""
+    """One requirement from the issue, checked on one row of the table at one reference size."""
 
     row: str
     text: str
@@ -114,6 +118,10 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _record(samples: dict[str, list[float]], key: str, value: float) -> None:
+    samples.setdefault(key, []).append(value)
+
+
 def _floor(path: Path) -> float:
     """Read the whole file and split it on ``\\n``: the least any reader of the format must do."""
     start = time.perf_counter()
@@ -125,12 +133,19 @@ def _floor(path: Path) -> float:
     return elapsed
 
 
-def _record(samples: dict[str, list[float]], key: str, value: float) -> None:
-    samples.setdefault(key, []).append(value)
+def measure_size(
+    session: GeneratedSession,
+    *,
+    repeats: int,
+    appends: int,
+    work_dir: Path,
+    uncompacted: GeneratedSession | None = None,
+) -> SizeResult:
+    """Measure one session file: floor, open, context, tree, prepare, appends, peak RSS.
 
-
-def measure_size(session: GeneratedSession, *, repeats: int, appends: int, work_dir: Path) -> SizeResult:
-    """Measure one session file: floor, open, context, tree, prepare, appends, peak RSS."""
+    ``uncompacted`` (the same kind of session without any compaction) adds the worst case of
+    ``prepare_compaction``, everything since the root summarized (measured once: it takes seconds).
+    """
     path = session.path
     result = SizeResult(
         entries=session.entries,
@@ -141,7 +156,7 @@ def measure_size(session: GeneratedSession, *, repeats: int, appends: int, work_
     )
     samples = result.samples
     _floor(path)  # warm the page cache: every measurement below reads from memory
-    for _ in range(repeats):
+    for run in range(repeats):
         gc.collect()
         _record(samples, "floor", _floor(path))
         gc.collect()
@@ -160,22 +175,11 @@ def measure_size(session: GeneratedSession, *, repeats: int, appends: int, work_
         result.tree_nodes = _count_nodes(tree)
         manager.close()
         del manager, context, tree
-        gc.collect()
-        # a fresh manager, so the preparation decodes its entries itself
-        manager = SessionManager.open(path, read_only=True)
-        t0 = time.perf_counter()
-        prep = prepare_compaction(manager.get_path_view(), DEFAULT_COMPACTION_SETTINGS)
-        t1 = time.perf_counter()
-        _record(samples, "prepare", t1 - t0)
-        if prep is not None:
-            result.prepare_summarized = len(prep.messages_to_summarize)
-            result.prepare_kept = len(prep.retained_tail)
-        manager.close()
-        del manager, prep
-    gc.collect()
+        _prepare(result, "prepare", path)
+        if uncompacted is not None and run == 0:  # seconds at 300k entries: once is enough for a worst case
+            _prepare(result, "prepare_uncompacted", uncompacted.path)
     result.appends = appends
-    _best_appends(result, path, appends, repeats, work_dir)
-    gc.collect()
+    _appends(result, path, appends, repeats, work_dir)
     _rss(result, path)
     result.floor_s = min(samples["floor"])
     result.open_s = min(samples["open"])
@@ -183,8 +187,28 @@ def measure_size(session: GeneratedSession, *, repeats: int, appends: int, work_
     result.open_context_s = min(samples["open_context"])
     result.tree_s = min(samples["tree"])
     result.prepare_s = min(samples["prepare"])
+    if uncompacted is not None:
+        result.prepare_uncompacted_s = min(samples["prepare_uncompacted"])
     result.appends_s = min(samples["appends"])
     return result
+
+
+def _prepare(result: SizeResult, key: str, path: Path) -> None:
+    """``prepare_compaction`` at the leaf, on a freshly opened manager (so it decodes what it reads)."""
+    gc.collect()
+    manager = SessionManager.open(path, read_only=True)
+    start = time.perf_counter()
+    prep = prepare_compaction(manager.get_path_view(), DEFAULT_COMPACTION_SETTINGS)
+    _record(result.samples, key, time.perf_counter() - start)
+    summarized = len(prep.messages_to_summarize) if prep is not None else 0
+    if key == "prepare":
+        result.prepare_summarized = summarized
+        result.prepare_kept = len(prep.retained_tail) if prep is not None else 0
+    else:
+        result.prepare_uncompacted_summarized = summarized
+    manager.close()
+    del manager, prep
+    gc.collect()
 
 
 def _count_nodes(roots: Sequence[Any]) -> int:
@@ -197,7 +221,7 @@ def _count_nodes(roots: Sequence[Any]) -> int:
     return count
 
 
-def _best_appends(result: SizeResult, path: Path, appends: int, repeats: int, work_dir: Path) -> None:
+def _appends(result: SizeResult, path: Path, appends: int, repeats: int, work_dir: Path) -> None:
     """``appends`` messages per repeat onto a copy of the file, opened writable with ``durability="flush"``."""
     messages = realistic_messages(appends)
     directory = Path(tempfile.mkdtemp(prefix="appends-", dir=work_dir))
@@ -215,8 +239,10 @@ def _best_appends(result: SizeResult, path: Path, appends: int, repeats: int, wo
                 _record(result.samples, "appends", time.perf_counter() - start)
         finally:
             manager.close()
+            del manager
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        gc.collect()
 
 
 def _rss(result: SizeResult, path: Path) -> None:
@@ -243,10 +269,14 @@ def _size_label(n: int) -> str:
 
 
 def _seconds(s: float) -> str:
+    if s != s:
+        return "-"
     if s < 0.001:
         return f"{s * 1e6:.0f} µs"
+    if s < 0.1:
+        return f"{s * 1e3:.3g} ms"
     if s < 1:
-        return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{s * 1e3:.0f} ms"
+        return f"{s * 1e3:.0f} ms"
     return f"{s:.2f} s"
 
 
@@ -254,9 +284,9 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def _verdict(target: Target, results: Sequence[SizeResult]) -> tuple[str, SizeResult | None]:
-    by_size = {r.entries: r for r in results}
-    chosen = by_size.get(target.at)
+def _verdict(target: Target, results: Sequence[SizeResult]) -> tuple[str, SizeResult]:
+    """PASS/FAIL at the target's size; at the largest measured size (and said so) when it was not run."""
+    chosen = next((r for r in results if r.entries == target.at), None)
     note = ""
     if chosen is None:
         chosen = max(results, key=lambda r: r.entries)
@@ -265,7 +295,7 @@ def _verdict(target: Target, results: Sequence[SizeResult]) -> tuple[str, SizeRe
 
 
 def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | None]]:
-    """(label, one cell per size, target key or None)."""
+    """(label, one cell per size, key of the target checked on this row or None)."""
 
     def cells(fmt: Callable[[SizeResult], str]) -> list[str]:
         return [fmt(r) for r in results]
@@ -290,6 +320,8 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
             cells(lambda r: f"{r.prepare_summarized:,} / {r.prepare_kept:,}"),
             None,
         ),
+        ("  same, session never compacted (1 run)", cells(lambda r: _seconds(r.prepare_uncompacted_s)), None),
+        ("    messages summarized", cells(lambda r: f"{r.prepare_uncompacted_summarized:,}"), None),
         ("peak RSS, open + context (process)", cells(lambda r: _mb(r.rss_peak)), None),
         ("  above the interpreter baseline", cells(lambda r: _mb(r.rss_delta)), None),
         ("  above baseline ÷ file size", cells(lambda r: f"{r.rss_delta / r.file_bytes:.2f}×"), "rss"),
@@ -318,55 +350,74 @@ def render_table(results: Sequence[SizeResult], header: str) -> str:
         return "  ".join(parts).rstrip()
 
     rule = "-" * len(line(head))
-    out = [header, rule, line(head), rule, *(line(r) for r in body), rule]
+    out = [*header.splitlines(), rule, line(head), rule, *(line(r) for r in body), rule]
     verdicts = [_verdict(t, results)[0] for t in TARGETS]
     passed = sum(v.startswith("PASS") for v in verdicts)
     out.append(f"targets: {passed} of {len(verdicts)} pass")
     return "\n".join(out)
 
 
-def _environment(repeats: int) -> dict[str, Any]:
-    def version(name: str) -> str | None:
-        try:
-            from importlib.metadata import version as v
+def _package_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
 
-            return v(name)
-        except Exception:
-            return None
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
 
+
+def _revision() -> str | None:
+    """``git describe --always --dirty`` of the repository, when git is available."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def _environment(repeats: int, variant: str) -> dict[str, Any]:
     return {
+        "revision": _revision(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": f"{platform.system()} {platform.machine()}",
         "cpus": os.cpu_count(),
-        "orjson": version("orjson"),
-        "msgspec": version("msgspec"),
+        "orjson": _package_version("orjson"),
+        "msgspec": _package_version("msgspec"),
         "repeats": repeats,
+        "variant": variant,
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 
 def _header(env: dict[str, Any]) -> str:
-    libs = f"orjson {env['orjson']}, msgspec {env['msgspec'] or 'not installed'}"
+    revision = f" at {env['revision']}" if env["revision"] else ""
     load = env["load_average"]
-    busy = f", load {load[0]:.2f} at the end" if load else ""
+    busy = f", load average {load[0]:.2f} at the end" if load else ""
+    libs = f"orjson {env['orjson']}, msgspec {env['msgspec'] or 'not installed'}"
+    compactions = "with retainedTail" if env["variant"] == "rt" else "as pi writes them"
     return (
-        f"sessiontree benchmark, {env['date']}: {env['implementation']} {env['python']}, "
-        f"{env['platform']}, {env['cpus']} CPUs{busy}, {libs}; best of {env['repeats']}"
+        f"sessiontree{revision} benchmark, {env['date']}\n"
+        f"{env['implementation']} {env['python']}, {env['platform']}, {env['cpus']} CPUs{busy}; {libs}\n"
+        f"best of {env['repeats']} runs; generated sessions, compactions {compactions}"
     )
 
 
 def _generate_all(
-    sizes: Sequence[int], seed: int, retained_tail: bool, data_dir: Path
-) -> list[GeneratedSession]:
-    """Cached sessions for every size; missing ones are generated in parallel (two processes)."""
-    with ProcessPoolExecutor(max_workers=min(2, len(sizes))) as pool:
-        futures = [
-            pool.submit(ensure_session, n, seed, retained_tail=retained_tail, data_dir=data_dir)
-            for n in sizes
-        ]
-        return [f.result() for f in futures]
+    wanted: Sequence[tuple[int, str]], seed: int, data_dir: Path
+) -> dict[tuple[int, str], GeneratedSession]:
+    """Cached sessions for every (size, variant); missing ones are generated in two processes, largest first."""
+    order = sorted(wanted, key=lambda w: -w[0])
+    with ProcessPoolExecutor(max_workers=min(2, len(order))) as pool:
+        futures = {w: pool.submit(ensure_session, w[0], seed, variant=w[1], data_dir=data_dir) for w in order}
+        return {w: f.result() for w, f in futures.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,17 +432,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, help="appends per run (default 10000; 1000 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a small smoke run: 2,000 entries, one repeat")
     parser.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
-    parser.add_argument("--retained-tail", action="store_true", help="compactions also store retainedTail")
+    parser.add_argument(
+        "--variant",
+        choices=VARIANTS[:2],
+        default="pi",
+        help="pi: compactions as pi writes them (default); rt: compactions also store retainedTail",
+    )
+    parser.add_argument(
+        "--no-uncompacted",
+        action="store_true",
+        help="skip the never-compacted sessions (the worst case of prepare_compaction)",
+    )
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="where generated files are cached")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     parser.add_argument("--output", type=Path, help="also write the JSON results to this file")
     args = parser.parse_args(argv)
 
-    sizes = (
-        [int(s) for s in args.sizes.split(",")]
-        if args.sizes
-        else list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
-    )
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    except ValueError:
+        parser.error("--sizes takes comma-separated integers")
+    sizes = sizes or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     repeats = args.repeat or (1 if args.quick else 3)
     appends = args.appends or (1_000 if args.quick else 10_000)
     if any(n < 1 for n in sizes) or repeats < 1 or appends < 1:
@@ -401,25 +462,36 @@ def main(argv: list[str] | None = None) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     _log(f"generating or reusing sessions of {', '.join(f'{n:,}' for n in sizes)} entries in {data_dir}")
     started = time.perf_counter()
-    sessions = _generate_all(sizes, args.seed, args.retained_tail, data_dir)
+    wanted = [(n, args.variant) for n in sizes]
+    if not args.no_uncompacted:
+        wanted += [(n, "nc") for n in sizes]
+    sessions = _generate_all(wanted, args.seed, data_dir)
     _log(f"  ready in {time.perf_counter() - started:.1f} s")
     results: list[SizeResult] = []
-    for session in sessions:
+    for n in sizes:
+        session = sessions[(n, args.variant)]
         _log(f"measuring {session.entries:,} entries ({_mb(session.bytes)})")
-        results.append(measure_size(session, repeats=repeats, appends=appends, work_dir=data_dir))
-    env = _environment(repeats)
+        results.append(
+            measure_size(
+                session,
+                repeats=repeats,
+                appends=appends,
+                work_dir=data_dir,
+                uncompacted=sessions.get((n, "nc")),
+            )
+        )
+    env = _environment(repeats, args.variant)
     document = {
         "environment": env,
         "seed": args.seed,
-        "retained_tail": args.retained_tail,
         "results": [r.to_dict() for r in results],
         "targets": [
             {
                 "row": t.row,
                 "target": t.text,
                 "reference_entries": t.at,
-                "checked_at_entries": chosen.entries if chosen else None,
-                "value": t.value(chosen) if chosen else None,
+                "checked_at_entries": chosen.entries,
+                "value": t.value(chosen),
                 "verdict": verdict,
             }
             for t in TARGETS

@@ -30,6 +30,8 @@ ROWS = (
     "appends per second",
     "prepare_compaction at the leaf",
     "messages summarized / kept",
+    "same, session never compacted",
+    "messages summarized",
     "peak RSS, open + context (process)",
     "above the interpreter baseline",
     "above baseline ÷ file size",
