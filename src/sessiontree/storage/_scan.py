@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add
+from operator import add, attrgetter
 from typing import Any
 
 import orjson
@@ -37,18 +37,27 @@ try:  # pragma: no cover - exercised by the environment, both paths are tested
         parentId: Any = None
         timestamp: Any = None
 
+    class _TypedEnvelope(msgspec.Struct, gc=False):
+        # Checked in C for the chunk fast path; any other shape sends the chunk down the line-by-line path.
+        type: str | None = None
+        id: str | None = None
+        parentId: str | None = None
+        timestamp: str | None = None
+
     _DECODER: Any = msgspec.json.Decoder(_Envelope)
+    _CHUNK_DECODER: Any = msgspec.json.Decoder(_TypedEnvelope)
     _DECODE_ERRORS: tuple[type[Exception], ...] = (msgspec.DecodeError,)
 except ImportError:  # pragma: no cover
     _DECODER = None
+    _CHUNK_DECODER = None
     _DECODE_ERRORS = ()
 
 __all__ = ["CHUNK_BYTES", "Chunk", "ScanResult", "memory_chunks", "reader_chunks", "scan", "use_msgspec"]
 
 CHUNK_BYTES = 1 << 22
+_GET_TYPE, _GET_ID = attrgetter("type"), attrgetter("id")
+_GET_PARENT, _GET_TIMESTAMP = attrgetter("parentId"), attrgetter("timestamp")
 _USE_MSGSPEC = _DECODER is not None
-_STR = str
-_NONE = type(None)
 
 
 def use_msgspec(enabled: bool) -> bool:
@@ -211,22 +220,16 @@ def _fast_chunk(
 ) -> bool:
     """Validate and index a whole chunk in C; ``False`` when anything needs the line-by-line path."""
     try:
-        envs = _DECODER.decode_lines(memoryview(buf)[pos:stop])
+        envs = _CHUNK_DECODER.decode_lines(memoryview(buf)[pos:stop])
     except _DECODE_ERRORS:
         return False
     if len(envs) != count:  # blank lines were skipped
         return False
-    types = [e.type for e in envs]
-    ids = [e.id for e in envs]
-    parents = [e.parentId for e in envs]
-    stamps = [e.timestamp for e in envs]
-    if (
-        set(map(type, types)) != {_STR}
-        or set(map(type, ids)) != {_STR}
-        or not set(map(type, parents)) <= {_STR, _NONE}
-        or not set(map(type, stamps)) <= {_STR, _NONE}
-        or "session" in types
-    ):
+    types = list(map(_GET_TYPE, envs))
+    ids = list(map(_GET_ID, envs))
+    parents = list(map(_GET_PARENT, envs))
+    stamps = list(map(_GET_TIMESTAMP, envs))
+    if None in types or None in ids or "session" in types:
         return False
     ends = newlines if count == len(newlines) else [*newlines, stop]
     starts = [base + pos, *map(add, ends[:-1], repeat(base + 1))]
