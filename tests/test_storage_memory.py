@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sessiontree import _json
 from sessiontree.errors import SessionError
@@ -99,3 +101,46 @@ def test_iter_entries_and_cache_clearing() -> None:
     store.clear_cache()
     assert store.entry_at(0) == first and store.entry_at(0) is not first
     assert store.ids() == ["a", "b", "c"]
+
+
+_ids = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "reopen"]),
+        _ids,
+        st.one_of(st.none(), _ids, st.just("missing")),
+        st.one_of(st.none(), st.text(max_size=3), st.floats(allow_nan=False), st.integers()),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_ops)
+def test_random_operation_sequences_agree(tmp_path_factory: pytest.TempPathFactory, ops: list[Any]) -> None:
+    path = tmp_path_factory.mktemp("ops") / "s.jsonl"
+    file_store = JsonlStore.create(path, HEADER)
+    memory = MemoryStore(HEADER)
+    expected: list[dict[str, Any]] = []
+    for op, entry_id, parent, payload in ops:
+        if op == "reopen":
+            file_store.close()
+            file_store = JsonlStore.open(path) if path.exists() else JsonlStore.create(path, HEADER)
+            continue
+        entry = {"type": "custom", "id": entry_id, "parentId": parent, "timestamp": "t", "data": payload}
+        file_store.append(entry)
+        memory.append(entry)
+        expected.append(_json.loads(_json.dumps_bytes(entry)))
+    assert memory.entries() == expected
+    view = _view(memory)
+    file_view = _view(file_store)
+    for key in ("len", "ids", "parents", "types", "raw", "entries", "lines", "index", "dups"):
+        assert file_view[key] == view[key], key
+    assert {p.kind for p in memory.problems} <= {"duplicate_id", "dangling_parent"}
+    file_store.close()
+    if path.exists():
+        reopened = JsonlStore.open(path, read_only=True)
+        assert _view(reopened)["raw"] == view["raw"]
+        assert sorted(p.kind for p in reopened.problems) == sorted(
+            p.kind for p in MemoryStore(HEADER, expected).problems
+        )
