@@ -221,3 +221,21 @@ def test_a_parent_appended_after_its_child_is_found() -> None:
     assert tree.path_to_root(1) == [0, 2, 1]
     assert [r.id for r in tree.get_tree()] == ["a"]
     assert tree.children_of("later") == [1]
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_cycle_is_reported_once_by_its_first_entry_whatever_the_walk(start: int) -> None:
+    store = MemoryStore(HEADER, [e("a", "b"), e("b", "a")])
+    tree = TreeIndex(store)
+    tree.path_to_root(start)
+    tree.get_tree()
+    tree.find_cycles()
+    assert [(p.kind, p.entry_id) for p in tree.problems] == [("cycle", "a")]
+
+
+def test_a_duplicate_cycle_is_reported_by_its_first_entry() -> None:
+    store = MemoryStore(HEADER, [e("r", None), e("x", "r"), e("a", "x"), e("b", "a"), e("x", "b")])
+    tree = TreeIndex(store)
+    tree.get_tree()
+    tree.path_to_root(4)
+    assert [p.kind for p in tree.problems] == ["cycle"]

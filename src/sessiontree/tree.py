@@ -157,7 +157,7 @@ class TreeIndex:
                 seen.add(current)
                 path.append(current)
                 current = ppos[current]
-            self._report_cycle(current)
+            self._report_cycle(min(path[path.index(current) :]))  # the cycle's first entry, as find_cycles
         path.reverse()
         return path
 
@@ -356,10 +356,12 @@ class TreeIndex:
             stack[-1] = (node, k + 1)
             child = node.children[k]
             mark = state.get(id(child))
-            if mark == 1:  # back edge: the child is an ancestor
+            if mark == 1:  # back edge: the child is an ancestor; report the cycle by its first entry
                 del node.children[k]
                 stack[-1] = (node, k)
-                self._report_cycle(child.index)
+                on_stack = [n for n, _ in stack]
+                members = on_stack[next(j for j, n in enumerate(on_stack) if n is child) :]
+                self._report_cycle(min(n.index for n in members))
             elif mark is None:
                 state[id(child)] = 1
                 self._sort_children(child)
