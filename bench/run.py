@@ -67,6 +67,7 @@ class SizeResult:
     rss_baseline: int = 0
     rss_peak: int = 0
     rss_method: str = ""
+    cpu_share: float = float("nan")
     samples: dict[str, list[float]] = field(default_factory=dict)
 
     @property
@@ -156,6 +157,7 @@ def measure_size(
     )
     samples = result.samples
     _floor(path)  # warm the page cache: every measurement below reads from memory
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     for run in range(repeats):
         gc.collect()
         _record(samples, "floor", _floor(path))
@@ -180,6 +182,8 @@ def measure_size(
             _prepare(result, "prepare_uncompacted", uncompacted.path)
     result.appends = appends
     _appends(result, path, appends, repeats, work_dir)
+    # below 100%, other processes took the CPU from this one: the times above are inflated
+    result.cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     _rss(result, path)
     result.floor_s = min(samples["floor"])
     result.open_s = min(samples["open"])
@@ -326,6 +330,7 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
         ("  above the interpreter baseline", cells(lambda r: _mb(r.rss_delta)), None),
         ("  above baseline ÷ file size", cells(lambda r: f"{r.rss_delta / r.file_bytes:.2f}×"), "rss"),
         ("  whole process ÷ file size", cells(lambda r: f"{r.rss_peak / r.file_bytes:.2f}×"), None),
+        ("CPU time ÷ wall time while measuring", cells(lambda r: f"{r.cpu_share:.0%}"), None),
     ]
 
 
