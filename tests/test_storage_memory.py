@@ -50,12 +50,16 @@ def _view(store: EntryStore) -> dict[str, Any]:
         "problems": [(p.kind, p.line, p.entry_id) for p in store.problems],
         "header": store.header,
         "dups": store.has_duplicates,
+        "bulk": (store.ids_at(range(n - 1, -1, -1)), store.types_at([0, n - 1] if n else [])),
+        "parent_positions": store.parent_positions(),
     }
 
 
 def test_memory_store_matches_the_file_store(tmp_path: Path) -> None:
     file_store, memory = _stores(tmp_path)
     assert _view(memory) == _view(file_store)
+    assert memory.parent_positions() == [-1, 0, 3, -1, 2]  # "b" resolves to its last copy
+    assert memory.ids_at([4, 0]) == ["f", "a"] and memory.types_at([2]) == ["label"]
     extra = {"type": "message", "id": "g", "parentId": "f", "timestamp": "t5", "message": {"v": 1.0}}
     file_store.append(extra)
     memory.append(extra)
@@ -134,7 +138,19 @@ def test_random_operation_sequences_agree(tmp_path_factory: pytest.TempPathFacto
     assert memory.entries() == expected
     view = _view(memory)
     file_view = _view(file_store)
-    for key in ("len", "ids", "parents", "types", "raw", "entries", "lines", "index", "dups"):
+    for key in (
+        "len",
+        "ids",
+        "parents",
+        "types",
+        "raw",
+        "entries",
+        "lines",
+        "index",
+        "dups",
+        "bulk",
+        "parent_positions",
+    ):
         assert file_view[key] == view[key], key
     assert {p.kind for p in memory.problems} <= {"duplicate_id", "dangling_parent"}
     file_store.close()

@@ -89,6 +89,9 @@ class TreeIndex:
         self._generation = store.generation
         self._ppos: list[int] | None = None
         self._dangling: set[str | None] = set()
+        self._last_path: list[int] = []  # the last path returned (a cache for the leaf's path)
+        self._last_ppos: list[int] | None = None
+        self._last_max = -1
         self._children: dict[str | None, list[int]] | None = None
         self._times: dict[int, float] = {}
 
@@ -141,6 +144,14 @@ class TreeIndex:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"no entry at position {i}")
+        cached = self._last_path
+        if cached and self._last_ppos is ppos:
+            if i == cached[-1]:
+                return list(cached)
+            if ppos[i] == cached[-1] and i > self._last_max:  # the usual case: a child of the last leaf
+                cached.append(i)
+                self._last_max = i
+                return list(cached)
         path: list[int] = []
         append = path.append
         current = i
@@ -159,7 +170,8 @@ class TreeIndex:
                 current = ppos[current]
             self._report_cycle(min(path[path.index(current) :]))  # the cycle's first entry, as find_cycles
         path.reverse()
-        return path
+        self._last_path, self._last_ppos, self._last_max = path, ppos, max(path)
+        return list(path)
 
     def find_cycles(self) -> list[list[int]]:
         """Every parent cycle (positions, in walk order), each reported once as a ``cycle`` problem."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 import gc
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
 from operator import ne
 from pathlib import Path
 from typing import Any, Literal
@@ -155,6 +155,14 @@ class EntryStore(ABC):
         n = len(self)
         return [self.id_at(i) for i in range(n)], [self.parent_at(i) for i in range(n)]
 
+    def ids_at(self, positions: Iterable[int]) -> list[str]:
+        """``[id_at(i) for i in positions]``, done in one call (cheap for long paths)."""
+        return [self.id_at(i) for i in positions]
+
+    def types_at(self, positions: Iterable[int]) -> list[str]:
+        """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""
+        return [self.type_at(i) for i in positions]
+
     def parent_positions(self, start: int = 0) -> list[int]:
         """For each position from ``start``: the position of its parent (last copy), or -1 (null/missing)."""
         out: list[int] = []
@@ -226,9 +234,19 @@ class IndexedStore(EntryStore):
         n = len(self._ids)
         return self._ids[:n], self._parents[:n]
 
+    def ids_at(self, positions: Iterable[int]) -> list[str]:
+        return list(map(self._ids.__getitem__, positions))
+
+    def types_at(self, positions: Iterable[int]) -> list[str]:
+        return list(map(self._types.__getitem__, positions))
+
     def parent_positions(self, start: int = 0) -> list[int]:
-        get = self._index.get
-        return [get(p, -1) if p else -1 for p in self._parents[start : len(self._ids)]]
+        parents = self._parents[start : len(self._ids)]
+        lookup: Callable[[str | None, int], int] = self._index.get  # type: ignore[assignment]
+        out = list(map(lookup, parents, repeat(-1)))
+        if "" in self._index:  # an empty parentId ends a walk, as in pi, even if some entry has the id ""
+            out = [-1 if p == "" else j for p, j in zip(parents, out, strict=True)]
+        return out
 
     @property
     def duplicate_ids(self) -> frozenset[str]:
