@@ -95,9 +95,7 @@ def _string(value: str) -> str:
 
 
 def _is_index_key(key: str) -> bool:
-    return (
-        key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < _MAX_INDEX
-    )
+    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < _MAX_INDEX
 
 
 def _encode(value: Any, parts: list[str]) -> None:

@@ -133,7 +133,7 @@ def _index_by_id(entries: Iterable[Entry]) -> dict[str, Entry]:
 
 
 def build_session_path(
-    entries: Sequence[Entry], leaf_id: str | None | _Unset = _UNSET, by_id: Mapping[str, Entry] | None = None
+    entries: Sequence[Entry], leaf_id: str | _Unset | None = _UNSET, by_id: Mapping[str, Entry] | None = None
 ) -> list[Entry]:
     """Entries from the root to the leaf, root first (pi's ``getBranch`` / path walk).
 
@@ -308,7 +308,7 @@ def context_from_path(path: Sequence[Entry]) -> SessionContext:
 
 
 def build_session_context(
-    entries: Sequence[Entry], leaf_id: str | None | _Unset = _UNSET, by_id: Mapping[str, Entry] | None = None
+    entries: Sequence[Entry], leaf_id: str | _Unset | None = _UNSET, by_id: Mapping[str, Entry] | None = None
 ) -> SessionContext:
     """Messages, thinking level, model and active tools at ``leaf_id`` (pi's ``buildSessionContext``).
 

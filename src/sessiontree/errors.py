@@ -23,8 +23,9 @@ class SessionError(Exception):
 
     kind: str = "unknown"
 
-    def __init__(self, message: str, *, kind: str | None = None, path: str | None = None,
-                 line: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, kind: str | None = None, path: str | None = None, line: int | None = None
+    ) -> None:
         super().__init__(message)
         if kind is not None:
             self.kind = kind

@@ -14,9 +14,9 @@ from collections.abc import Callable, Container
 from datetime import UTC, datetime
 
 __all__ = [
+    "SESSION_ID_PATTERN",
     "Clock",
     "IdFactory",
-    "SESSION_ID_PATTERN",
     "assert_valid_session_id",
     "epoch_ms",
     "iso_from_ms",

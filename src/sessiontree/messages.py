@@ -179,8 +179,13 @@ def assistant_message(
     response_id: str | None = None,
 ) -> dict[str, Any]:
     """An assistant message in pi's key order (optional keys omitted when ``None``)."""
-    msg: dict[str, Any] = {"role": "assistant", "content": content, "api": api, "provider": provider,
-                           "model": model}
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "api": api,
+        "provider": provider,
+        "model": model,
+    }
     if response_id is not None:
         msg["responseId"] = response_id
     msg["usage"] = usage if usage is not None else empty_usage()
@@ -192,12 +197,21 @@ def assistant_message(
 
 
 def tool_result_message(
-    tool_call_id: str, tool_name: str, content: list[Any], *, is_error: bool, timestamp: int,
+    tool_call_id: str,
+    tool_name: str,
+    content: list[Any],
+    *,
+    is_error: bool,
+    timestamp: int,
     details: Any = None,
 ) -> dict[str, Any]:
     """A tool result message in pi's key order (``details`` omitted when ``None``)."""
-    msg: dict[str, Any] = {"role": "toolResult", "toolCallId": tool_call_id, "toolName": tool_name,
-                           "content": content}
+    msg: dict[str, Any] = {
+        "role": "toolResult",
+        "toolCallId": tool_call_id,
+        "toolName": tool_name,
+        "content": content,
+    }
     if details is not None:
         msg["details"] = details
     msg["isError"] = is_error
