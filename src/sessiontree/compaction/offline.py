@@ -3,6 +3,8 @@ asked for, from the messages themselves, within the request's output budget.
 
 Deterministic and local: no model, no network, no clock in the text. It quotes and trims what the
 conversation says (requests, tool calls and results, errors, decisions, exact file paths); it never guesses.
+Earlier summaries (the previous compaction summary, and compaction or branch summaries among the messages)
+are read back into their sections and merged item by item (``offline_merge``), never pasted whole.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 
 from ..ids import now_ms
 from ..messages import AssistantMessage, assistant_message, empty_usage
-from .offline_digest import Digest, Step, clip, digest_messages, strip_file_blocks
-from .prompts import SPLIT_TURN_HEADING
+from .offline_digest import Digest, Step, clip, digest_messages, sentences
+from .offline_merge import FileTracker, Slot, merge_abandoned, merge_earlier
 from .summarizer import SummaryKind, SummaryRequest
 
 __all__ = ["OFFLINE_MODEL_ID", "OfflineSummarizer", "summarize_offline"]
@@ -36,7 +38,8 @@ _HISTORY = [
 _BRANCH = ["## Goal", "## Progress", "## Key Learnings", "## Why Abandoned"]
 _PREFIX = ["## Original Request", "## Early Progress", "## Context for Suffix"]
 _CONTAINERS = {"## Progress"}
-_MARKER = re.compile(r"^(?:- \[[ xX]\] |- |\* |\d+\. )")
+_BOLD_LABEL = re.compile(r"^\*\*[^*]+\*\*:")
+_QUIET_TOOLS = frozenset({"read", "ls", "find", "grep", "glob", "edit", "write"})
 
 
 @dataclass(slots=True)
@@ -53,10 +56,14 @@ class _Builder:
     def __init__(self, sections: list[str]) -> None:
         self.sections = sections
         self.items: list[_Item] = []
+        self._seen: set[tuple[str, str]] = set()
 
     def add(self, section: str, text: str, priority: int) -> None:
+        """Add an item unless the section already has it (compared without case, spacing or a final dot)."""
         text = text.strip()
-        if text and not any(i.section == section and i.text == text for i in self.items):
+        key = (section, " ".join(text.casefold().split()).rstrip("."))
+        if text and key not in self._seen:
+            self._seen.add(key)
             self.items.append(_Item(section, text, priority, len(self.items)))
 
     def _line(self, section: str, text: str, n: int) -> str:
@@ -83,7 +90,7 @@ class _Builder:
                 lines.append(self._line(section, item.text, n))
             if dropped:
                 lines.append(f"- ({dropped} more not shown)")
-            if not chosen and section not in _CONTAINERS:
+            if not chosen and not (section in _CONTAINERS and "### Done" in self.sections):
                 lines.append("(none)")
             blocks.append("\n".join(lines))
         text = "\n\n".join(blocks)
@@ -92,10 +99,84 @@ class _Builder:
         return text
 
 
+_SLOTS: dict[str, dict[Slot, tuple[str, str]]] = {
+    "history": {
+        "goal": ("## Goal", ""),
+        "constraint": ("## Constraints & Preferences", ""),
+        "done": ("### Done", ""),
+        "open": ("### In Progress", ""),
+        "blocked": ("### Blocked", ""),
+        "decision": ("## Key Decisions", "**Decision**: "),
+        "error": ("## Key Decisions", "**Error**: "),
+        "learning": ("## Key Decisions", "**Learning**: "),
+        "abandoned": ("## Key Decisions", "**Abandoned approach**: "),
+        "next": ("## Next Steps", ""),
+        "context": ("## Critical Context", ""),
+    },
+    "branch": {
+        "goal": ("## Goal", ""),
+        "done": ("## Progress", "[x] "),
+        "open": ("## Progress", "[ ] "),
+        "blocked": ("## Key Learnings", "**Error**: "),
+        "decision": ("## Key Learnings", ""),
+        "error": ("## Key Learnings", "**Error**: "),
+        "learning": ("## Key Learnings", ""),
+        "abandoned": ("## Key Learnings", "**Abandoned approach**: "),
+        "context": ("## Key Learnings", ""),
+    },
+    "turn_prefix": {
+        "goal": ("## Original Request", ""),
+        "done": ("## Early Progress", ""),
+        "open": ("## Early Progress", ""),
+        "blocked": ("## Early Progress", "**Error**: "),
+        "decision": ("## Early Progress", "**Decision**: "),
+        "error": ("## Early Progress", "**Error**: "),
+        "learning": ("## Context for Suffix", "**Learning**: "),
+        "abandoned": ("## Context for Suffix", "**Abandoned approach**: "),
+        "context": ("## Context for Suffix", ""),
+    },
+}
+_PROBLEM_WORDS = re.compile(
+    r"\b(fail\w*|error\w*|broke|breaks|broken|wrong|does(?:n't| not) work|can(?:'t|not)|unable|regress\w*|"
+    r"dead end|not possible|impossible|too slow|too complex)\b",
+    re.IGNORECASE,
+)
+
+
+class _Summary(_Builder):
+    """A builder that also knows the summary kind: items go to slots, files to a tracker."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__({"branch": _BRANCH, "turn_prefix": _PREFIX}.get(kind, _HISTORY))
+        self.slots = _SLOTS.get(kind, _SLOTS["history"])
+        self.files = FileTracker()
+
+    def put(self, slot: Slot, text: str, priority: int) -> None:
+        """Add ``text`` to the section of ``slot`` with its label; an item with a bold label keeps its own."""
+        target = self.slots.get(slot)
+        text = text.strip()
+        if target is None or not text:
+            return
+        section, label = target
+        if label.startswith("**") and _BOLD_LABEL.match(text):
+            label = ""
+        self.add(section, label + text, priority)
+
+    def track(self, d: Digest) -> None:
+        for path in d.modified_files:
+            self.files.add(path, modified=True)
+        for path in d.read_files:
+            self.files.add(path, modified=False)
+
+    def put_files(self) -> None:
+        for text, priority in self.files.lines():
+            self.put("context", text, priority)
+
+
 def _step_text(step: Step) -> str:
     if step.ok is False:
-        return f"{step.label} → failed: {step.error}"
-    if step.ok and step.result and step.name not in ("read", "ls", "find", "grep", "glob"):
+        return step.failure
+    if step.ok and step.result and step.name not in _QUIET_TOOLS:
         return f"{step.label} → {step.result}"
     return step.label
 
@@ -104,135 +185,104 @@ def _recency(index: int, total: int, low: int, high: int) -> int:
     return low if total <= 1 else low + (high - low) * index // (total - 1)
 
 
-def _goals(b: _Builder, d: Digest, section: str, focus: str | None) -> None:
+def _summaries(s: _Summary, d: Digest, previous: str | None, branch: bool) -> None:
+    """Earlier summaries first (they tell what came before): the previous one, then those among the messages."""
+    if previous:
+        merge_earlier(previous, s.put, s.files, d, branch=branch)
+    for embedded in d.summaries:
+        if embedded.origin == "branch":
+            merge_abandoned(embedded.text, s.put, s.files)
+        else:
+            merge_earlier(embedded.text, s.put, s.files, d, branch=branch)
+
+
+def _goals(s: _Summary, d: Digest, focus: str | None) -> None:
     total = len(d.requests)
     # The first substantial request usually states the task; the last one is where the work stands.
     first = next((i for i, r in enumerate(d.requests) if len(r) >= 20), 0)
     for i, request in enumerate(d.requests):
         essential = i in (first, total - 1)
-        b.add(
-            section,
-            clip(request, 400 if essential else 200),
-            100 if essential else _recency(i, total, 35, 66),
+        s.put(
+            "goal", clip(request, 400 if essential else 200), 100 if essential else _recency(i, total, 35, 66)
         )
     if focus:
-        b.add(section, f"Requested focus for this summary: {clip(focus, 300)}", 100)
+        s.put("goal", f"Requested focus for this summary: {clip(focus, 300)}", 100)
 
 
-def _files(b: _Builder, d: Digest, section: str) -> None:
-    for path in d.modified_files:
-        b.add(section, f"Modified: {path}", 100)
-    for path in d.read_files:
-        b.add(section, f"Read: {path}", 70)
+def _work(s: _Summary, d: Digest, *, last_error_elsewhere: bool) -> None:
+    """Steps, errors and decisions, in the slots of the summary kind; the last error is left out when the
+    caller states it in a section of its own."""
+    for i, step in enumerate(d.steps):
+        if step.ok is not False:
+            low, high = (15, 40) if step.lookup else (30, 60)
+            s.put("done", _step_text(step), _recency(i, len(d.steps), low, high))
+    for i, error in enumerate(d.errors):
+        last = i == len(d.errors) - 1
+        if not (last and last_error_elsewhere):
+            s.put("error", error, 100 if last else _recency(i, len(d.errors), 45, 68))
+    for i, decision in enumerate(d.decisions):
+        s.put("decision", decision, _recency(i, len(d.decisions), 40, 65))
+    for note in d.notes:
+        s.put("context", note, 60)
 
 
-def _history(b: _Builder, d: Digest, focus: str | None) -> None:
-    _goals(b, d, "## Goal", focus)
+def _history(s: _Summary, d: Digest, focus: str | None) -> None:
+    _goals(s, d, focus)
     for i, constraint in enumerate(d.constraints):
-        b.add("## Constraints & Preferences", constraint, _recency(i, len(d.constraints), 45, 60))
-    done = [s for s in d.steps if s.ok is not False]
-    for i, step in enumerate(done):
-        b.add("### Done", _step_text(step), _recency(i, len(done), 25, 58))
-    for step in d.steps:
-        if step.ok is None and step is d.steps[-1]:
-            b.add("### In Progress", f"{step.label} (no result yet)", 90)
+        s.put("constraint", constraint, _recency(i, len(d.constraints), 45, 60))
+    _work(s, d, last_error_elsewhere=d.unresolved_error)
+    if d.steps and d.steps[-1].ok is None:
+        s.put("open", f"{d.steps[-1].label} (no result yet)", 90)
     if d.requests and not d.answered_last_request:
-        b.add("### In Progress", clip(d.requests[-1], 300), 90)
+        s.put("open", clip(d.requests[-1], 300), 90)
     if d.unresolved_error:
-        b.add("### Blocked", d.last_error, 100)
-    for i, decision in enumerate(d.decisions):
-        b.add("## Key Decisions", f"**Decision**: {decision}", _recency(i, len(d.decisions), 40, 62))
-    for i, error in enumerate(d.errors):
-        last = i == len(d.errors) - 1
-        b.add("## Key Decisions", f"**Error**: {error}", 100 if last else _recency(i, len(d.errors), 45, 68))
+        s.put("blocked", d.last_error, 100)
+        s.put("next", "Resolve the blocking error (see Blocked)", 92)
     if d.requests:
-        b.add("## Next Steps", f"Continue with the latest request: {clip(d.requests[-1], 300)}", 95)
+        s.put("next", f"Continue with the latest request: {clip(d.requests[-1], 300)}", 95)
+    if d.last_assistant_text and not _said_already(d.last_assistant_text, d.decisions):
+        s.put("context", f"Last assistant note: {clip(d.last_assistant_text, 300)}", 70)
+
+
+def _said_already(note: str, decisions: list[str]) -> bool:
+    """True when every sentence of ``note`` is already one of the decisions."""
+    return all(clip(sentence, 240) in decisions for sentence in sentences(note))
+
+
+def _why_abandoned(d: Digest) -> str:
+    """Why the branch was left, from what it shows last; "(unclear)" when nothing says so."""
+    note = clip(d.last_assistant_text, 300)
     if d.unresolved_error:
-        b.add("## Next Steps", f"Resolve: {d.last_error}", 92)
-    _files(b, d, "## Critical Context")
-    for note in d.notes:
-        b.add("## Critical Context", note, 75)
-    if d.last_error:
-        b.add("## Critical Context", f"Last error: {d.last_error}", 100)
-
-
-def _branch(b: _Builder, d: Digest, focus: str | None) -> None:
-    _goals(b, d, "## Goal", focus)
-    for i, step in enumerate(d.steps):
-        mark = "[ ]" if step.ok is False else "[x]"
-        b.add("## Progress", f"{mark} {_step_text(step)}", _recency(i, len(d.steps), 30, 60))
+        return f"The last attempt failed and was not resolved on this branch: {d.last_error}"
+    if note and _PROBLEM_WORDS.search(note):
+        return f"It ran into a problem: {note}"
     if d.requests and not d.answered_last_request:
-        b.add("## Progress", f"[ ] {clip(d.requests[-1], 300)}", 90)
-    for i, error in enumerate(d.errors):
-        last = i == len(d.errors) - 1
-        b.add("## Key Learnings", f"**Error**: {error}", 100 if last else _recency(i, len(d.errors), 50, 70))
-    for i, decision in enumerate(d.decisions):
-        b.add("## Key Learnings", decision, _recency(i, len(d.decisions), 40, 65))
-    for note in d.notes:
-        b.add("## Key Learnings", note, 60)
-    _files(b, d, "## Key Learnings")
-    if d.unresolved_error:
-        reason = f"The last attempt failed and was not resolved on this branch: {d.last_error}"
-    elif d.requests:
-        reason = f"(unclear) The branch ends after the request: {clip(d.requests[-1], 300)}"
-    else:
-        reason = "(unclear)"
-    b.add("## Why Abandoned", reason, 100)
+        last = f" Last assistant note: {note}" if note else ""
+        request = clip(d.requests[-1], 240).rstrip(".")
+        return f"(unclear) Left unfinished; the open request was: {request}.{last}"
+    if note:
+        return f"(unclear) The branch's last request had been answered: {note}"
+    return "(unclear)"
 
 
-def _prefix(b: _Builder, d: Digest) -> None:
+def _branch(s: _Summary, d: Digest, focus: str | None) -> None:
+    _goals(s, d, focus)
+    _work(s, d, last_error_elsewhere=d.unresolved_error)  # Why Abandoned states it then
+    if d.requests and not d.answered_last_request:
+        s.put("open", clip(d.requests[-1], 300), 90)
+    s.add("## Why Abandoned", _why_abandoned(d), 100)
+
+
+def _prefix(s: _Summary, d: Digest) -> None:
     if d.requests:
-        b.add("## Original Request", clip(d.requests[0], 600), 100)
+        s.put("goal", clip(d.requests[0], 600), 100)
     for request in d.requests[1:]:
-        b.add("## Original Request", clip(request, 240), 60)
-    for i, step in enumerate(d.steps):
-        b.add("## Early Progress", _step_text(step), _recency(i, len(d.steps), 30, 60))
-    for i, decision in enumerate(d.decisions):
-        b.add("## Early Progress", decision, _recency(i, len(d.decisions), 40, 62))
-    _files(b, d, "## Context for Suffix")
+        s.put("goal", clip(request, 240), 60)
+    _work(s, d, last_error_elsewhere=bool(d.last_error))
     if d.last_error:
-        b.add("## Context for Suffix", f"Last error: {d.last_error}", 100)
+        s.put("context", f"Last error: {d.last_error}", 100)
     if d.last_assistant_text:
-        b.add("## Context for Suffix", f"Last assistant note: {clip(d.last_assistant_text, 300)}", 80)
-
-
-_HEADING = re.compile(r"^(#{2,3}) (.+)$")
-
-
-def _previous_sections(summary: str) -> list[tuple[str, str]]:
-    """``(heading, item)`` pairs of an earlier summary; text outside known headings goes to Critical Context."""
-    body = strip_file_blocks(summary).replace(f"---\n\n{SPLIT_TURN_HEADING}", "")
-    pairs: list[tuple[str, str]] = []
-    heading = ""
-    for raw in body.split("\n"):
-        line = raw.strip()
-        match = _HEADING.match(line)
-        if match:
-            heading = f"{match.group(1)} {match.group(2)}"
-            continue
-        if not line or line == "(none)":
-            continue
-        item = _MARKER.sub("", line)
-        if heading in _HISTORY and heading not in _CONTAINERS:
-            pairs.append((heading, item))
-        else:
-            label = heading.lstrip("# ") if heading else "Earlier summary"
-            pairs.append(("## Critical Context", f"{label}: {clip(item, 300)}"))
-    return pairs
-
-
-def _merge_previous(b: _Builder, previous: str) -> None:
-    keep = {
-        "## Goal": 85,
-        "## Constraints & Preferences": 55,
-        "### Done": 30,
-        "### In Progress": 40,
-        "## Key Decisions": 45,
-        "## Critical Context": 60,
-    }
-    for heading, item in _previous_sections(previous):
-        if heading in keep:
-            b.add(heading, item, keep[heading])
+        s.put("context", f"Last assistant note: {clip(d.last_assistant_text, 300)}", 80)
 
 
 def summarize_offline(
@@ -244,20 +294,24 @@ def summarize_offline(
     max_tokens: int = 0,
 ) -> str:
     """The summary text for ``kind`` (``history``, ``turn_prefix``, ``branch``), at most ``max_tokens`` × 4
-    characters (0 = unbounded). A previous summary's items are carried over, the new ones added after them."""
+    characters (0 = unbounded).
+
+    Items of earlier summaries come first, each in the section it belongs to (a previous summary's Original
+    Request is a goal, an abandoned branch becomes a short learning), then the new messages' items; the same
+    item is never listed twice in a section.
+    """
     digest = digest_messages(messages)
+    summary = _Summary(kind)
+    _summaries(summary, digest, previous_summary if kind == "history" else None, kind == "branch")
+    summary.track(digest)
     if kind == "branch":
-        builder = _Builder(_BRANCH)
-        _branch(builder, digest, focus)
+        _branch(summary, digest, focus)
     elif kind == "turn_prefix":
-        builder = _Builder(_PREFIX)
-        _prefix(builder, digest)
+        _prefix(summary, digest)
     else:
-        builder = _Builder(_HISTORY)
-        if previous_summary:
-            _merge_previous(builder, previous_summary)
-        _history(builder, digest, focus)
-    return builder.render(max_tokens * 4 if max_tokens > 0 else 0)
+        _history(summary, digest, focus)
+    summary.put_files()
+    return summary.render(max_tokens * 4 if max_tokens > 0 else 0)
 
 
 def _effective_budget(max_tokens: int, target_tokens: int) -> int:

@@ -1,7 +1,9 @@
-"""What the offline summarizer knows about a conversation: requests, steps, errors, decisions and files,
-pulled from runtime messages by fixed rules.
+"""What the offline summarizer knows about a conversation: requests, steps, errors, decisions, files and the
+earlier summaries met on the way, pulled from runtime messages by fixed rules.
 
-Pure extraction: deterministic, no model, no network, no I/O; it never invents text, it only quotes and trims.
+Pure extraction: deterministic, no model, no network, no I/O; it never invents text, it only quotes and trims
+(exact paths, commands and error lines are kept as written). Earlier summaries are captured whole, not
+parsed: ``offline_merge`` reads their sections.
 """
 
 from __future__ import annotations
@@ -9,40 +11,57 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._json import dumps
+from ..llm.convert import (
+    BRANCH_SUMMARY_PREFIX,
+    BRANCH_SUMMARY_SUFFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX,
+)
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message
+from .prompts import BRANCH_SUMMARY_PREAMBLE
 
 __all__ = [
     "Digest",
+    "EmbeddedSummary",
     "Step",
     "clip",
     "digest_messages",
     "file_blocks",
     "first_line",
     "message_text",
+    "sentences",
     "strip_file_blocks",
+    "unwrap_summary",
 ]
 
 AgentMessage = dict[str, Any]
+SummaryOrigin = Literal["branch", "compaction"]
 
+_PATH_ARGS = ("path", "file_path", "file", "filename")
 _PRIMARY_ARGS = ("path", "file_path", "command", "pattern", "query", "url", "file", "name")
+_LOOKUP_TOOLS = frozenset({"read", "ls", "find", "grep", "glob"})
+_FILE_TOOLS = frozenset({"read", "edit", "write"})
 _ERROR_WORDS = re.compile(
     r"error|exception|failed|failure|not found|no such|denied|invalid|cannot|can't|unable|traceback|panic",
     re.IGNORECASE,
 )
 _DECISION_WORDS = re.compile(
     r"\b(decided|decide to|instead|rather than|switch(?:ed)? to|the fix|root cause|because|so that|"
-    r"the problem is|the issue is|turns out|in order to|we need to|must be)\b",
+    r"the problem is|the issue is|turns out|in order to|we need to|must be|found it|the bug|the cause|"
+    r"caused by|options?:)",
     re.IGNORECASE,
 )
-_LOOKUP_TOOLS = frozenset({"read", "ls", "find", "grep", "glob"})
 _CONSTRAINT_WORDS = re.compile(
     r"\b(must|must not|don't|do not|never|always|prefer|without|only|avoid|keep|should not|shouldn't)\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_NOISE_LINE = re.compile(r"^(?:Command exited with code -?\d+|\(no output\)|\[\d+ more lines?.*\])$")
+# pi's wrapper of a branch summary turned into a user message (sessiontree writes BRANCH_SUMMARY_PREFIX).
+_PI_BRANCH_PREFIX = "The following is a summary of a branch that this conversation came back from:"
 
 
 def clip(text: str, limit: int) -> str:
@@ -51,11 +70,25 @@ def clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences and lines of ``text``, stripped, empty ones left out."""
+    return [part.strip() for part in _SENTENCE.split(text) if part and part.strip()]
+
+
 def first_line(text: str) -> str:
     """The first non-empty line."""
     for line in text.splitlines():
         if line.strip():
             return line.strip()
+    return ""
+
+
+def _outcome_line(text: str) -> str:
+    """The line that says how a command ended: the last meaningful one (``12 passed in 0.39s``)."""
+    for line in reversed(text.splitlines()):
+        stripped = line.strip()
+        if stripped and not _NOISE_LINE.match(stripped):
+            return stripped
     return ""
 
 
@@ -84,26 +117,108 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _call_label(block: Mapping[str, Any]) -> str:
-    name = str(block.get("name", "tool"))
-    arguments = block.get("arguments")
-    if not isinstance(arguments, Mapping) or not arguments:
-        return f"{name}()"
-    key = next((k for k in _PRIMARY_ARGS if k in arguments), next(iter(arguments)))
-    value = arguments[key]
-    shown = value if isinstance(value, str) else dumps(value)
-    return f"{name} {key}={clip(str(shown), 160)}"
+def unwrap_summary(text: str) -> tuple[SummaryOrigin, str] | None:
+    """``(origin, summary)`` when a user text is a summary in one of the known wrappers, else None.
+
+    Recognizes sessiontree's ``<branch_exploration_summary>``, pi's branch-summary and compaction wrappers
+    and the bare branch-summary preamble, so a summary that reached the messages as user text is not taken
+    for a request.
+    """
+    stripped = text.strip()
+    wrappers: list[tuple[SummaryOrigin, str, str]] = [
+        ("branch", BRANCH_SUMMARY_PREFIX.strip(), BRANCH_SUMMARY_SUFFIX.strip()),
+        ("branch", "<branch_exploration_summary>", BRANCH_SUMMARY_SUFFIX.strip()),
+        ("branch", _PI_BRANCH_PREFIX, "</summary>"),
+        ("compaction", COMPACTION_SUMMARY_PREFIX.strip(), COMPACTION_SUMMARY_SUFFIX.strip()),
+    ]
+    for origin, prefix, suffix in wrappers:
+        if stripped.startswith(prefix):
+            body = stripped[len(prefix) :]
+            if body.endswith(suffix):
+                body = body[: -len(suffix)]
+            return origin, body.strip()
+    if stripped.startswith(BRANCH_SUMMARY_PREAMBLE.split("\n")[0]):
+        return "branch", stripped
+    return None
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, clipped (double backticks when it contains one)."""
+    shown = clip(text, 160)
+    return f"`` {shown} ``" if "`" in shown else f"`{shown}`"
+
+
+def _argument(arguments: Mapping[str, Any], keys: Sequence[str]) -> str:
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
 
 
 @dataclass(slots=True)
 class Step:
-    """One action: a tool call (with its result when seen) or a user-run shell command."""
+    """One action: a tool call (with its result when seen) or a user-run shell command.
+
+    ``label`` says what was done in plain words (``Ran `pytest -q```, ``Edited src/app.py``); ``subject`` is
+    how a failure of it is named (``Editing src/app.py``).
+    """
 
     label: str
     name: str = ""
     ok: bool | None = None
     result: str = ""
     error: str = ""
+    subject: str = ""
+
+    @property
+    def lookup(self) -> bool:
+        """True for steps that only look around (read, list, search)."""
+        return self.name in _LOOKUP_TOOLS
+
+    @property
+    def failure(self) -> str:
+        """The failure as one line: ``Editing src/app.py failed: <exact error line>``."""
+        return f"{self.subject or self.label} failed: {self.error}"
+
+
+def _step_for_call(block: Mapping[str, Any]) -> Step:
+    raw_name = str(block.get("name", "tool"))
+    name = raw_name.lower()
+    arguments = block.get("arguments")
+    args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
+    path = _argument(args, _PATH_ARGS)
+    if name == "bash" and _argument(args, ("command",)):
+        command = _code(_argument(args, ("command",)))
+        return Step(f"Ran {command}", name, subject=command)
+    if name in _FILE_TOOLS and path:
+        verb, doing = {
+            "read": ("Read", "Reading"),
+            "edit": ("Edited", "Editing"),
+            "write": ("Wrote", "Writing"),
+        }[name]
+        return Step(f"{verb} {path}", name, subject=f"{doing} {path}")
+    if name == "ls":
+        return Step(f"Listed {path or '.'}", name, subject=f"Listing {path or '.'}")
+    if name in ("grep", "find", "glob") and _argument(args, ("pattern",)):
+        pattern = _code(_argument(args, ("pattern",)))
+        where = f" in {path}" if path else ""
+        what = "Searched for" if name == "grep" else "Looked for files matching"
+        return Step(f"{what} {pattern}{where}", name, subject=f"Searching for {pattern}{where}")
+    if not args:
+        return Step(f"Called {raw_name}", name, subject=f"`{raw_name}`")
+    key = next((k for k in _PRIMARY_ARGS if k in args), next(iter(args)))
+    value = args[key]
+    shown = clip(value if isinstance(value, str) else dumps(value), 160)
+    return Step(f"Called {raw_name} with {key}={shown}", name, subject=f"`{raw_name}` ({key}={shown})")
+
+
+@dataclass(slots=True)
+class EmbeddedSummary:
+    """A compaction or branch summary met among the messages (``origin`` says which), as written."""
+
+    origin: SummaryOrigin
+    text: str
 
 
 @dataclass(slots=True)
@@ -116,6 +231,7 @@ class Digest:
     errors: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    summaries: list[EmbeddedSummary] = field(default_factory=list)
     file_ops: FileOperations = field(default_factory=FileOperations)
     last_assistant_text: str = ""
     answered_last_request: bool = False
@@ -134,6 +250,11 @@ class Digest:
     def last_error(self) -> str:
         return self.errors[-1] if self.errors else ""
 
+    @property
+    def acted(self) -> bool:
+        """True when some step other than looking around succeeded (work moved on)."""
+        return any(step.ok and not step.lookup for step in self.steps)
+
 
 def _add_unique(items: list[str], value: str) -> None:
     if value and value not in items:
@@ -144,10 +265,14 @@ def _user(digest: Digest, text: str) -> None:
     stripped = text.strip()
     if not stripped or (stripped.startswith("/") and len(stripped.split()) == 1):
         return  # empty, or a bare UI command such as "/model": not a request
-    digest.requests.append(text.strip())
+    wrapped = unwrap_summary(stripped)
+    if wrapped is not None:
+        digest.summaries.append(EmbeddedSummary(*wrapped))
+        return
+    digest.requests.append(stripped)
     digest.answered_last_request = False
-    for sentence in _SENTENCE.split(text):
-        if _CONSTRAINT_WORDS.search(sentence) and len(sentence.strip()) > 3:
+    for sentence in sentences(text):
+        if _CONSTRAINT_WORDS.search(sentence) and len(sentence) > 3:
             _add_unique(digest.constraints, clip(sentence, 240))
 
 
@@ -160,7 +285,7 @@ def _assistant(digest: Digest, message: Mapping[str, Any], pending: dict[str, St
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "toolCall":
-            step = Step(_call_label(block), str(block.get("name", "")))
+            step = _step_for_call(block)
             digest.steps.append(step)
             if isinstance(block.get("id"), str):
                 pending[block["id"]] = step
@@ -170,8 +295,8 @@ def _assistant(digest: Digest, message: Mapping[str, Any], pending: dict[str, St
     digest.answered_last_request = bool(text.strip()) and not calls and message.get("stopReason") != "error"
     if text.strip():
         digest.last_assistant_text = text.strip()
-        for sentence in _SENTENCE.split(text):
-            if _DECISION_WORDS.search(sentence) and len(sentence.strip()) > 12:
+        for sentence in sentences(text):
+            if _DECISION_WORDS.search(sentence) and len(sentence) > 12:
                 _add_unique(digest.decisions, clip(sentence, 240))
     if message.get("stopReason") == "error":
         _error(digest, f"Model error: {message.get('errorMessage') or 'Unknown error'}")
@@ -186,31 +311,38 @@ def _tool_result(digest: Digest, message: Mapping[str, Any], pending: dict[str, 
     text = message_text(message)
     step = pending.pop(str(message.get("toolCallId")), None)
     if step is None:
-        step = Step(f"{message.get('toolName', 'tool')} (result)", str(message.get("toolName", "")))
+        name = str(message.get("toolName", "tool"))
+        step = Step(f"{name} (result)", name.lower(), subject=f"`{name}`")
         digest.steps.append(step)
     if message.get("isError"):
         step.ok = False
         step.error = clip(_error_line(text), 300) or "error without a message"
-        _error(digest, f"{step.label}: {step.error}")
+        _error(digest, step.failure)
     else:
         step.ok = True
-        step.result = clip(first_line(text), 140)
-        if step.name not in _LOOKUP_TOOLS:  # looking around does not resolve a failure; acting might
+        step.result = clip(_outcome_line(text) if step.name == "bash" else first_line(text), 140)
+        if not step.lookup:  # looking around does not resolve a failure; acting might
             digest.unresolved_error = False
 
 
 def _bash(digest: Digest, message: Mapping[str, Any]) -> None:
-    command = str(message.get("command", ""))
+    command = _code(str(message.get("command", "")))
     output = str(message.get("output", ""))
     code = message.get("exitCode")
     failed = bool(message.get("cancelled")) or (isinstance(code, (int, float)) and code != 0)
-    step = Step(f"$ {clip(command, 160)}", "bash", ok=not failed, result=clip(first_line(output), 140))
+    step = Step(
+        f"User ran {command}",
+        "bash",
+        ok=not failed,
+        result=clip(_outcome_line(output), 140),
+        subject=f"User command {command}",
+    )
     digest.steps.append(step)
     if failed:
         step.error = clip(_error_line(output), 300) or (
             "cancelled" if message.get("cancelled") else f"exit {code}"
         )
-        _error(digest, f"{step.label}: {step.error}")
+        _error(digest, step.failure)
     else:
         digest.unresolved_error = False
 
@@ -235,10 +367,10 @@ def digest_messages(messages: Sequence[Mapping[str, Any]]) -> Digest:
             if text.strip():
                 _add_unique(digest.notes, f"{message.get('customType', 'note')}: {clip(text, 240)}")
         elif role in ("branchSummary", "compactionSummary"):
-            summary = str(message.get("summary", ""))
-            label = "Abandoned branch" if role == "branchSummary" else "Earlier summary"
+            summary = str(message.get("summary") or "")
             if summary.strip():
-                _add_unique(digest.notes, f"{label}: {clip(strip_file_blocks(summary), 400)}")
+                origin: SummaryOrigin = "branch" if role == "branchSummary" else "compaction"
+                digest.summaries.append(EmbeddedSummary(origin, summary))
     return digest
 
 
@@ -255,5 +387,5 @@ def file_blocks(summary: str) -> tuple[list[str], list[str]]:
     modified: list[str] = []
     for kind, body in _FILE_BLOCK.findall(summary):
         target = read if kind == "read-files" else modified
-        target.extend(line for line in body.split("\n") if line)
+        target.extend(line.strip() for line in body.split("\n") if line.strip())
     return read, modified
