@@ -190,12 +190,6 @@ def test_appending_under_a_cycle_does_not_hang(tmp_path: Path) -> None:
     m.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tree.py: TreeIndex.path_to_root reports a cycle under the entry where its walk re-enters "
-    "the cycle, while find_cycles/get_tree report its first entry in file order; the per-entry "
-    "de-duplication then lists one 2-cycle twice when the walk starts at its later entry",
-)
 def test_one_cycle_is_reported_once_whichever_entry_the_walk_starts_from(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER + line("a", "b") + line("b", "a"))
     m = SessionManager.open(path, read_only=True)
