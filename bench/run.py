@@ -285,6 +285,10 @@ def _seconds(s: float) -> str:
     return f"{s:.2f} s"
 
 
+def _count(n: int, measured: float) -> str:
+    return f"{n:,}" if measured == measured else "-"  # NaN: not measured
+
+
 def _mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 
@@ -315,7 +319,7 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
         ("build context at the leaf", cells(lambda r: _seconds(r.context_s)), None),
         ("  context messages", cells(lambda r: f"{r.context_messages:,}"), None),
         ("open + context", cells(lambda r: _seconds(r.open_context_s)), None),
-        ("  open + context ÷ floor", cells(lambda r: f"{r.ratio_to_floor:.2f}×"), "ratio"),
+        ("  open + context ÷ floor", cells(lambda r: f"{r.ratio_to_floor:.3f}×"), "ratio"),
         ("get_tree", cells(lambda r: _seconds(r.tree_s)), "tree"),
         (f"{appends:,} appends, flush mode", cells(lambda r: _seconds(r.appends_s)), None),
         ("  appends per second", cells(lambda r: f"{r.appends_per_s:,.0f}/s"), "appends"),
@@ -326,10 +330,14 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
             None,
         ),
         ("  same, session never compacted (1 run)", cells(lambda r: _seconds(r.prepare_uncompacted_s)), None),
-        ("    messages summarized", cells(lambda r: f"{r.prepare_uncompacted_summarized:,}"), None),
+        (
+            "    messages summarized",
+            cells(lambda r: _count(r.prepare_uncompacted_summarized, r.prepare_uncompacted_s)),
+            None,
+        ),
         ("peak RSS, open + context (process)", cells(lambda r: _mb(r.rss_peak)), None),
         ("  above the interpreter baseline", cells(lambda r: _mb(r.rss_delta)), None),
-        ("  above baseline ÷ file size", cells(lambda r: f"{r.rss_delta / r.file_bytes:.2f}×"), "rss"),
+        ("  above baseline ÷ file size", cells(lambda r: f"{r.rss_delta / r.file_bytes:.3f}×"), "rss"),
         ("  whole process ÷ file size", cells(lambda r: f"{r.rss_peak / r.file_bytes:.2f}×"), None),
         ("CPU time ÷ wall time while measuring", cells(lambda r: f"{r.cpu_share:.0%}"), None),
     ]
