@@ -169,32 +169,41 @@ def get_session_context_settings(path: Sequence[Entry]) -> SessionSettings:
     """
     types = _types(path)
     thinking: Any = _UNSET
-    model: Any = _UNSET
     tools: Any = _UNSET
+    last_thinking = _last_index(types, "thinking_level_change")
+    if last_thinking is not None:
+        thinking = path[last_thinking].get("thinkingLevel")
+    last_tools = _last_index(types, "active_tools_change")
+    if last_tools is not None:
+        names = path[last_tools].get("activeToolNames")
+        tools = list(names) if isinstance(names, list) else None
+    model: Any = _UNSET
+    # The model comes from the last model_change or assistant message: usually near the leaf.
     for i in range(len(types) - 1, -1, -1):
         kind = types[i]
         if kind == "message":
-            if model is _UNSET:
-                message = path[i].get("message")
-                if isinstance(message, dict) and message.get("role") == "assistant":
-                    model = _model(message.get("provider", _UNSET), message.get("model", _UNSET))
+            message = path[i].get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                model = _model(message.get("provider", _UNSET), message.get("model", _UNSET))
+                break
         elif kind == "model_change":
-            if model is _UNSET:
-                entry = path[i]
-                model = _model(entry.get("provider", _UNSET), entry.get("modelId", _UNSET))
-        elif kind == "thinking_level_change":
-            if thinking is _UNSET:
-                thinking = path[i].get("thinkingLevel")
-        elif kind == "active_tools_change" and tools is _UNSET:
-            names = path[i].get("activeToolNames")
-            tools = list(names) if isinstance(names, list) else None
-        if thinking is not _UNSET and model is not _UNSET and tools is not _UNSET:
+            entry = path[i]
+            model = _model(entry.get("provider", _UNSET), entry.get("modelId", _UNSET))
             break
     return SessionSettings(
         "off" if thinking is _UNSET else thinking,
         None if model is _UNSET else model,
         None if tools is _UNSET else tools,
     )
+
+
+def _last_index(types: Sequence[str], kind: str) -> int | None:
+    """Index of the last ``kind`` in ``types`` (the search itself runs in C for lists)."""
+    if not isinstance(types, list):
+        types = list(types)
+    if kind not in types:
+        return None
+    return len(types) - 1 - types[::-1].index(kind)
 
 
 def _model(provider: Any, model_id: Any) -> dict[str, Any]:
@@ -208,11 +217,7 @@ def _model(provider: Any, model_id: Any) -> dict[str, Any]:
 
 def get_latest_compaction_index(path: Sequence[Entry]) -> int | None:
     """Index of the last ``compaction`` entry on ``path``, or ``None``."""
-    types = _types(path)
-    for i in range(len(types) - 1, -1, -1):
-        if types[i] == "compaction":
-            return i
-    return None
+    return _last_index(_types(path), "compaction")
 
 
 def _has_retained_tail(entry: Entry) -> bool:
@@ -238,10 +243,11 @@ def build_context_entries(path: Sequence[Entry]) -> list[Entry]:
         types = _types(path)
         start = None
         if isinstance(first_kept, str):
-            for i in range(c_index):
-                if ids[i] == first_kept:
-                    start = i
-                    break
+            id_list = ids if isinstance(ids, list) else list(ids)
+            try:
+                start = id_list.index(first_kept, 0, c_index)
+            except ValueError:
+                start = None
         if start is not None:
             selected.extend(path[i] for i in range(start, c_index) if types[i] != "compaction")
     selected.extend(path[i] for i in range(c_index + 1, len(path)))

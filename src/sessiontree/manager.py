@@ -39,8 +39,8 @@ class _PathView(Sequence[dict[str, Any]]):
     def __init__(self, store: EntryStore, positions: list[int]) -> None:
         self._store = store
         self._positions = positions
-        self.types = [store.type_at(i) for i in positions]
-        self.ids = [store.id_at(i) for i in positions]
+        self.types = store.types_at(positions)
+        self.ids = store.ids_at(positions)
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -122,12 +122,13 @@ class SessionManager:
         self._label_times: dict[str, str | None] = {}
         self._session_name: str | None = None
         self._extra_problems: builtins.list[Problem] = []
-        for i in range(len(store)):
-            kind = store.type_at(i)
-            if kind == "label":
-                self._apply_label(store.entry_at(i))
-            elif kind == "session_info":
-                self._apply_session_info(store.entry_at(i))
+        types = store.types_at(range(len(store)))
+        if "label" in types or "session_info" in types:
+            for i, kind in enumerate(types):
+                if kind == "label":
+                    self._apply_label(store.entry_at(i))
+                elif kind == "session_info":
+                    self._apply_session_info(store.entry_at(i))
         self._check_references()
 
     def _leaf_after(self, i: int) -> str | None:
