@@ -20,8 +20,11 @@ __all__ = [
     "build_context_entries",
     "build_session_context",
     "build_session_path",
+    "compute_retained_tail",
     "get_latest_compaction_index",
     "get_session_context_settings",
+    "path_ids",
+    "path_types",
     "session_entry_to_context_messages",
 ]
 
@@ -50,16 +53,22 @@ class PathView(Protocol):
     def __getitem__(self, index: int) -> Entry: ...
 
 
-def _types(path: Sequence[Entry]) -> Sequence[str]:
+def path_types(path: Sequence[Entry]) -> Sequence[str]:
+    """The ``type`` of every entry of ``path`` (from the view without decoding, when it knows them)."""
     if isinstance(path, PathView):
         return path.types
-    return [e.get("type", "") for e in path]
+    return [e.get("type", "") if isinstance(e, dict) else "" for e in path]
 
 
-def _ids(path: Sequence[Entry]) -> Sequence[str]:
+def path_ids(path: Sequence[Entry]) -> Sequence[str]:
+    """The ``id`` of every entry of ``path`` (from the view without decoding, when it knows them)."""
     if isinstance(path, PathView):
         return path.ids
-    return [e.get("id", "") for e in path]
+    return [e.get("id", "") if isinstance(e, dict) else "" for e in path]
+
+
+_types = path_types
+_ids = path_ids
 
 
 class SessionSettings:
@@ -292,6 +301,26 @@ def session_entry_to_context_messages(entry: Entry) -> list[dict[str, Any]]:
             out.extend(tail)
         return out
     return []
+
+
+def compute_retained_tail(path: Sequence[Entry], first_kept_entry_id: str | None) -> list[dict[str, Any]]:
+    """The messages a compaction appended after ``path`` keeps verbatim (its ``retainedTail``, SPEC B§13).
+
+    The context mapping of ``path[indexOf(first_kept_entry_id):]`` without compaction entries, which is
+    exactly what pi's reader keeps through ``firstKeptEntryId``; ``[]`` when the id is not on the path.
+    """
+    ids = path_ids(path)
+    id_list = ids if isinstance(ids, list) else list(ids)
+    try:
+        start = id_list.index(first_kept_entry_id)
+    except ValueError:
+        return []
+    types = path_types(path)
+    tail: list[dict[str, Any]] = []
+    for i in range(start, len(id_list)):
+        if types[i] != "compaction":
+            tail.extend(session_entry_to_context_messages(path[i]))
+    return tail
 
 
 def compaction_summary_message(entry: Entry) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Literal, overload
 
 from . import entries as E
 from ._json import UNDEFINED
-from .context import SessionContext, context_from_path, session_entry_to_context_messages
+from .context import SessionContext, compute_retained_tail, context_from_path
 from .errors import SessionError, SessionNotFoundError
 from .ids import Clock, IdFactory, iso_from_ms, new_entry_id, now_ms, uuid7
 from .repo import ensure_private_dir, resolve_cwd, session_file_name
@@ -403,18 +403,7 @@ class SessionManager:
 
     def compute_retained_tail(self, first_kept_entry_id: str | None) -> builtins.list[dict[str, Any]]:
         """The messages pi's reader keeps for ``first_kept_entry_id`` on the current path (B§13)."""
-        path = self.get_path_view()
-        ids = path.ids  # type: ignore[attr-defined]
-        types = path.types  # type: ignore[attr-defined]
-        try:
-            start = ids.index(first_kept_entry_id)
-        except ValueError:
-            return []
-        tail: builtins.list[dict[str, Any]] = []
-        for i in range(start, len(path)):
-            if types[i] != "compaction":
-                tail.extend(session_entry_to_context_messages(path[i]))
-        return tail
+        return compute_retained_tail(self.get_path_view(), first_kept_entry_id)
 
     def append_compaction(
         self,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..context import path_types as entry_types
 from ..llm.tokens import estimate_tokens
 
 __all__ = [
@@ -27,14 +28,6 @@ Entry = dict[str, Any]
 _CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 _TURN_START_ROLES = frozenset({"user", "bashExecution"})
 _MESSAGE_LIKE_TYPES = frozenset({"branch_summary", "custom_message"})
-
-
-def entry_types(path: Sequence[Entry]) -> Sequence[str]:
-    """The ``type`` of every entry of ``path`` (taken from the view when it knows them)."""
-    types = getattr(path, "types", None)
-    if types is not None:
-        return types  # type: ignore[no-any-return]
-    return [e.get("type", "") if isinstance(e, dict) else "" for e in path]
 
 
 def _role(entry: Entry) -> Any:

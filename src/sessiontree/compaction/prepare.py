@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import context_from_path, session_entry_to_context_messages
+from ..context import compute_retained_tail, context_from_path, session_entry_to_context_messages
+from ..context import path_ids as entry_ids
+from ..context import path_types as entry_types
 from ..ids import epoch_ms
 from ..llm.tokens import estimate_context_tokens
-from .cut_points import entry_types, find_cut_point
+from .cut_points import find_cut_point
 from .file_ops import FileOperations, extract_file_ops_from_message
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 
@@ -26,14 +28,6 @@ __all__ = [
 
 Entry = dict[str, Any]
 AgentMessage = dict[str, Any]
-
-
-def entry_ids(path: Sequence[Entry]) -> Sequence[Any]:
-    """The ``id`` of every entry of ``path`` (taken from the view when it knows them)."""
-    ids = getattr(path, "ids", None)
-    if ids is not None:
-        return ids  # type: ignore[no-any-return]
-    return [e.get("id") for e in path]
 
 
 def entry_to_summary_message(entry: Entry) -> AgentMessage | None:
@@ -54,25 +48,6 @@ def entry_to_summary_message(entry: Entry) -> AgentMessage | None:
         messages = session_entry_to_context_messages(entry)
         return messages[0] if messages else None
     return None
-
-
-def compute_retained_tail(path: Sequence[Entry], first_kept_entry_id: str | None) -> list[AgentMessage]:
-    """The messages kept verbatim by a compaction appended after ``path`` (SPEC B§13 ``retainedTail``).
-
-    The context mapping of ``path[indexOf(first_kept_entry_id):]`` without compaction entries; ``[]`` when
-    the id is not on the path.
-    """
-    ids = entry_ids(path)
-    types = entry_types(path)
-    try:
-        start = list(ids).index(first_kept_entry_id)
-    except ValueError:
-        return []
-    tail: list[AgentMessage] = []
-    for i in range(start, len(ids)):
-        if types[i] != "compaction":
-            tail.extend(session_entry_to_context_messages(path[i]))
-    return tail
 
 
 @dataclass(slots=True)
