@@ -394,3 +394,39 @@ def anthropic_sse(
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return SseReply(events, hold_after)
+
+
+def reply_for(
+    api: str,
+    *,
+    text: list[str] = (),  # type: ignore[assignment]
+    thinking: list[str] = (),  # type: ignore[assignment]
+    tool_calls: list[tuple[str, str, list[str]]] = (),  # type: ignore[assignment]
+    stop: str = "stop",
+    usage: tuple[int, int, int, int] = (1000, 300, 200, 50),
+) -> SseReply:
+    """The same reply in each API's dialect; ``usage`` = (uncached input, output, cache read, cache write)."""
+    fresh, output, cache_read, cache_write = usage
+    if api == "openai-completions":
+        finish = {"stop": "stop", "toolUse": "tool_calls", "length": "length"}[stop]
+        return chat_completions_sse(
+            text=text, reasoning=thinking, tool_calls=tool_calls, finish_reason=finish,
+            usage={"prompt_tokens": fresh + cache_read, "completion_tokens": output,
+                   "total_tokens": fresh + cache_read + output,
+                   "prompt_tokens_details": {"cached_tokens": cache_read}},
+        )  # fmt: skip
+    if api == "openai-responses":
+        return responses_sse(
+            text=text, reasoning=thinking, tool_calls=tool_calls,
+            status="incomplete" if stop == "length" else "completed",
+            usage={"input_tokens": fresh + cache_read, "output_tokens": output,
+                   "total_tokens": fresh + cache_read + output,
+                   "input_tokens_details": {"cached_tokens": cache_read},
+                   "output_tokens_details": {"reasoning_tokens": 0}},
+        )  # fmt: skip
+    return anthropic_sse(
+        text=text, thinking=thinking, tool_calls=tool_calls,
+        stop_reason={"stop": "end_turn", "toolUse": "tool_use", "length": "max_tokens"}[stop],
+        usage={"input_tokens": fresh, "output_tokens": output, "cache_read_input_tokens": cache_read,
+               "cache_creation_input_tokens": cache_write},
+    )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessiontree.llm._partial_json import parse_partial_object
@@ -22,12 +22,13 @@ def test_examples() -> None:
 
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),  # JS-exact numbers
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=8,
 )
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.text(max_size=5), values, max_size=4))
 def test_every_prefix_parses_and_the_whole_is_exact(obj: dict[str, object]) -> None:
     text = json.dumps(obj)

@@ -20,52 +20,14 @@ from tests.llm.fake_servers import (
     JsonReply,
     RawReply,
     SseReply,
-    anthropic_sse,
-    chat_completions_sse,
     fake_server,
-    responses_sse,
+    reply_for,
 )
 from tests.llm.wire_support import APIS, context_for, model_for
 
 pytestmark = pytest.mark.anyio
 
 OPTIONS: dict[str, Any] = {"api_key": "test-key", "max_retries": 0}
-
-
-def reply_for(
-    api: Api,
-    *,
-    text: list[str] = (),  # type: ignore[assignment]
-    thinking: list[str] = (),  # type: ignore[assignment]
-    tool_calls: list[tuple[str, str, list[str]]] = (),  # type: ignore[assignment]
-    stop: str = "stop",
-    usage: tuple[int, int, int, int] = (1000, 300, 200, 50),
-) -> SseReply:
-    """The same reply in each API's dialect; ``usage`` = (uncached input, output, cache read, cache write)."""
-    fresh, output, cache_read, cache_write = usage
-    if api == "openai-completions":
-        finish = {"stop": "stop", "toolUse": "tool_calls", "length": "length"}[stop]
-        return chat_completions_sse(
-            text=text, reasoning=thinking, tool_calls=tool_calls, finish_reason=finish,
-            usage={"prompt_tokens": fresh + cache_read, "completion_tokens": output,
-                   "total_tokens": fresh + cache_read + output,
-                   "prompt_tokens_details": {"cached_tokens": cache_read}},
-        )  # fmt: skip
-    if api == "openai-responses":
-        return responses_sse(
-            text=text, reasoning=thinking, tool_calls=tool_calls,
-            status="incomplete" if stop == "length" else "completed",
-            usage={"input_tokens": fresh + cache_read, "output_tokens": output,
-                   "total_tokens": fresh + cache_read + output,
-                   "input_tokens_details": {"cached_tokens": cache_read},
-                   "output_tokens_details": {"reasoning_tokens": 0}},
-        )  # fmt: skip
-    return anthropic_sse(
-        text=text, thinking=thinking, tool_calls=tool_calls,
-        stop_reason={"stop": "end_turn", "toolUse": "tool_use", "length": "max_tokens"}[stop],
-        usage={"input_tokens": fresh, "output_tokens": output, "cache_read_input_tokens": cache_read,
-               "cache_creation_input_tokens": cache_write},
-    )  # fmt: skip
 
 
 async def collect(api: Api, server: FakeServer, **options: Any) -> list[StreamEvent]:
@@ -235,6 +197,17 @@ async def test_abort_between_events(api: Api) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_abort_before_start_sends_nothing(api: Api) -> None:
+    signal = AbortSignal()
+    signal.abort()
+    with fake_server() as server:
+        events = await collect(api, server, signal=signal)
+        assert server.requests == []
+    assert [e.type for e in events] == ["start", "error"]
+    assert events[-1].message is not None and events[-1].message["stopReason"] == "aborted"
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_anyio_cancellation_records_aborted_message(api: Api) -> None:
     with fake_server() as server:
         server.replies.append(_hold_after_first(reply_for(api, text=["Partial ", "rest"]), "Partial "))
@@ -247,9 +220,9 @@ async def test_anyio_cancellation_records_aborted_message(api: Api) -> None:
                     await anyio.to_thread.run_sync(server.held.wait, 20)
                     tg.cancel_scope.cancel()
 
-                tg.start_soon(cancel_when_server_stalls)
-                async for _ in response:
-                    pass
+                async for event in response:
+                    if event.type == "text_delta":
+                        tg.start_soon(cancel_when_server_stalls)
     message = response.message
     assert message is not None
     assert message["stopReason"] == "aborted"

@@ -14,6 +14,8 @@ from .convert import (
     convert_to_llm,
     prepare_llm_messages,
 )
+from .models import BUILTIN_MODELS, ModelRegistry, get_env_api_key, load_models_file, openai_compatible_model
+from .overflow import is_context_overflow
 from .stream import AssistantMessageStream, calculate_cost, complete, stream
 from .tokens import (
     ContextUsageEstimate,
@@ -37,6 +39,7 @@ from .types import (
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "BRANCH_SUMMARY_SUFFIX",
+    "BUILTIN_MODELS",
     "COMPACTION_SUMMARY_PREFIX",
     "COMPACTION_SUMMARY_SUFFIX",
     "AbortSignal",
@@ -46,6 +49,7 @@ __all__ = [
     "ContextUsageEstimate",
     "Model",
     "ModelCost",
+    "ModelRegistry",
     "StreamEvent",
     "StreamOptions",
     "ThinkingLevel",
@@ -57,7 +61,12 @@ __all__ = [
     "convert_to_llm",
     "estimate_context_tokens",
     "estimate_tokens",
+    "get_env_api_key",
     "get_last_assistant_usage",
+    "is_context_overflow",
+    "load_models_file",
+    "openai_compatible_model",
     "prepare_llm_messages",
     "stream",
+    "transform_messages",
 ]
