@@ -1,7 +1,6 @@
 """Turns exceptions from the SDKs (and anything else) into the ``errorMessage`` text pi stores.
 
-Wording follows the JavaScript SDKs pi uses (``"<status> <provider message>"``) so that overflow and retry
-patterns written against pi's messages keep matching; it never raises and never imports an SDK.
+Worded like pi's JavaScript SDKs so pi's overflow/retry patterns match; it never raises, never imports an SDK.
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ Providers only translate wire events into builder calls; they never handle error
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 import anyio
 
-from .._json import dumps
 from ..messages import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall, Usage
 from ._partial_json import parse_partial_object
 from .errors import describe_error
@@ -47,7 +47,9 @@ _KEY_ORDER = (
 
 T = TypeVar("T")
 
-ProviderStream = Callable[[Model, Context, StreamOptions, "MessageBuilder"], AsyncIterator[StreamEvent]]
+ProviderStream = Callable[
+    [Model, Context, StreamOptions, "MessageBuilder"], AsyncGenerator[StreamEvent, None]
+]
 """A wire format: reads the provider's stream and yields the events the builder returns."""
 
 _PROVIDERS: dict[str, ProviderStream] = {}
@@ -290,8 +292,10 @@ async def _run(model: Model, context: Context, options: StreamOptions) -> AsyncG
     yield builder.start()
     try:
         provider = _provider_for(model.api)
-        async for event in provider(model, context, options, builder):
-            yield event
+        # Closed explicitly, so an early stop by the consumer releases the HTTP response at once.
+        async with contextlib.aclosing(provider(model, context, options, builder)) as events:
+            async for event in events:
+                yield event
         if signal is not None and signal.aborted:
             raise StreamAborted(signal.reason or ABORTED_MESSAGE)
     except StreamAborted as exc:
@@ -360,8 +364,3 @@ def stream(model: Model, context: Context, options: StreamOptions | None = None)
 async def complete(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
     """``stream`` and wait for the final AssistantMessage (stopReason ``error``/``aborted`` on failure)."""
     return await stream(model, context, options).result()
-
-
-def tool_arguments_json(arguments: dict[str, Any]) -> str:
-    """Tool-call arguments as JSON text for the wire (JavaScript's JSON.stringify)."""
-    return dumps(arguments)

@@ -1,7 +1,6 @@
 """Provider-level normalization of model messages (pi-ai's ``transformMessages``) so every request is valid.
 
-Drops failed turns, pairs every tool call with exactly one result, downgrades images and foreign thinking;
-it never changes the stored messages (new dicts are made where something changes) and knows no wire format.
+It never mutates the stored messages (changed ones are copied) and knows nothing of any wire format.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Anthropic Messages wire format (api ``anthropic-messages``): thinking budgets, signatures, prompt caching.
 
-Builds the request from model messages and turns the event stream into builder events; errors, aborts and
-costs are handled by ``llm.stream``.
+Only translates (request out, events in); errors, aborts and costs are handled by ``llm.stream``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, cast
 
 import anthropic
@@ -183,7 +182,7 @@ def build_request(
 
 async def stream_anthropic(
     model: Model, context: Context, options: StreamOptions, b: MessageBuilder
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the event stream."""
     body, headers = build_request(model, context, options)
     if options.on_payload is not None:

@@ -1,13 +1,15 @@
 """OpenAI Chat Completions wire format (api ``openai-completions``), for OpenAI and any compatible server.
 
-Builds the request from model messages and turns the chunk stream into builder events; errors, aborts and
-costs are handled by ``llm.stream``. Compatible servers (vLLM, llama.cpp, Ollama, LM Studio) are reached via
-``base_url``; their quirks are switched by ``model.compat``.
+Only translates (request out, chunks in); errors, aborts and costs are handled by ``llm.stream``.
 """
+
+# Compatible servers (vLLM, llama.cpp, Ollama, LM Studio) are reached through ``base_url``; their quirks are
+# switched by ``model.compat``: maxTokensField, supportsDeveloperRole, supportsReasoningEffort, supportsStore,
+# thinkingAsText.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, cast
 
 import openai
@@ -170,7 +172,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
 
 async def stream_openai_completions(
     model: Model, context: Context, options: StreamOptions, b: MessageBuilder
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the chunk stream."""
     body = build_request(model, context, options)
     if options.on_payload is not None:

@@ -1,14 +1,15 @@
 """OpenAI Responses wire format (api ``openai-responses``): stateless requests with replayed reasoning items.
 
-Builds the ``input`` items and turns the event stream into builder events; errors, aborts and costs are
-handled by ``llm.stream``. Signatures follow pi: a reasoning item is kept whole (as JSON) in the thinking
-block's ``thinkingSignature``, a message item id in ``textSignature``, tool-call ids are ``call_id|item_id``.
+Only translates (request out, events in); errors, aborts and costs are handled by ``llm.stream``.
 """
+
+# Signatures follow pi: a reasoning item is kept whole (as JSON) in the thinking block's ``thinkingSignature``,
+# a message item id in ``textSignature``, and tool-call ids are ``call_id|item_id``.
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, cast
 
 import openai
@@ -140,7 +141,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
 
 async def stream_openai_responses(
     model: Model, context: Context, options: StreamOptions, b: MessageBuilder
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the event stream."""
     body = build_request(model, context, options)
     if options.on_payload is not None:
