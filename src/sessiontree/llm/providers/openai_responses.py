@@ -228,7 +228,9 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
             result = event.response
             b.set_response_id(result.id)
             if result.usage is not None:
-                cached = result.usage.input_tokens_details.cached_tokens or 0
+                # Compatible servers may leave the details out.
+                details = getattr(result.usage, "input_tokens_details", None)
+                cached = getattr(details, "cached_tokens", 0) or 0
                 b.set_usage(result.usage.input_tokens - cached, result.usage.output_tokens, cached, 0)
             if kind == "response.failed":
                 error = result.error
