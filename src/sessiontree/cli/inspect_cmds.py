@@ -163,9 +163,8 @@ def check_cmd(
     if not problems:
         console.print(f"[green]ok[/green] {escape(str(file))}")
         return
-    for problem in problems:
-        where = f"line {problem.line}: " if problem.line else ""
-        console.print(f"[yellow]{problem.kind}[/yellow] {escape(where + problem.message)}", soft_wrap=True)
+    for problem in problems:  # each message already names the file and the line
+        console.print(f"[yellow]{problem.kind}[/yellow] {escape(problem.message)}", soft_wrap=True)
     damaged = [p for p in problems if p.kind not in ("migrated",)]
     if damaged:
         raise typer.Exit(1)

@@ -371,7 +371,11 @@ class JsonlStore(IndexedStore):
         if self._closed:
             raise SessionError(f"{self.path}: the store is closed", kind="invalid_state", path=str(self.path))
         if self.read_only:
-            raise SessionError(f"{self.path}: opened read-only", kind="read_only", path=str(self.path))
+            raise SessionError(
+                f"{self.path}: cannot write, the session was opened read-only",
+                kind="read_only",
+                path=str(self.path),
+            )
         if self._fd is not None or not self._exists:
             return
         try:
