@@ -1,6 +1,6 @@
 """Helpers the wire formats share: keys and base URLs, clean JSON strings, content flattening, ids, closing.
 
-No wire format lives here and nothing here talks to the network.
+No wire format lives here; ``stream_response`` runs a provider's own create call and translator.
 """
 
 from __future__ import annotations
@@ -8,14 +8,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ...messages import Message
 from ..models import DEFAULT_BASE_URLS, ENV_API_KEYS, get_env_api_key
-from ..types import Model, StreamOptions, ThinkingLevel
+from ..types import Model, StreamEvent, StreamOptions, ThinkingLevel
+
+if TYPE_CHECKING:
+    from ..stream import MessageBuilder
 
 __all__ = [
     "DEFAULT_MAX_TOKENS_CAP",
@@ -30,6 +33,7 @@ __all__ = [
     "request_headers",
     "resolve_api_key",
     "safe_id",
+    "stream_response",
     "text_of",
 ]
 
@@ -147,6 +151,25 @@ async def aclose_quietly(close: Callable[[], Awaitable[Any]]) -> None:
     # Closing a broken connection must not mask the real outcome.
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         await close()
+
+
+async def stream_response(
+    b: MessageBuilder,
+    client: Any,
+    create: Callable[[], Awaitable[Any]],
+    translate: Callable[[MessageBuilder, Any], AsyncIterator[StreamEvent]],
+) -> AsyncGenerator[StreamEvent, None]:
+    """Open the streamed response with ``create`` and yield ``translate``'s events; the response and then
+    ``client`` are closed however the stream ends."""
+    try:
+        response: Any = await b.call(create)
+        try:
+            async for event in translate(b, response):
+                yield event
+        finally:
+            await aclose_quietly(response.close)
+    finally:
+        await aclose_quietly(client.close)
 
 
 def last_user_index(messages: list[Message] | list[dict[str, Any]]) -> int:

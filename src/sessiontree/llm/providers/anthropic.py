@@ -5,6 +5,7 @@ Only translates (request out, events in); errors, aborts and costs are handled b
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, cast
 
@@ -14,13 +15,13 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, ThinkingLevel, Tool
 from ._common import (
-    aclose_quietly,
     clean_strings,
     client_kwargs,
     last_user_index,
     max_tokens,
     reasoning_level,
     safe_id,
+    stream_response,
 )
 
 __all__ = ["DEFAULT_THINKING_BUDGETS", "build_request", "convert_messages", "stream_anthropic"]
@@ -188,21 +189,17 @@ async def stream_anthropic(
     if options.on_payload is not None:
         options.on_payload(body)
     client = anthropic.AsyncAnthropic(**client_kwargs(model, options))
-    try:
-        extra = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages", "stream")}
-        response: Any = await b.call(
-            lambda: client.messages.create(
-                model=body["model"], max_tokens=body["max_tokens"], messages=body["messages"], stream=True,
-                extra_body=extra, extra_headers=headers or None,
-            )
+    extra = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages", "stream")}
+
+    def create() -> Any:
+        return client.messages.create(
+            model=body["model"], max_tokens=body["max_tokens"], messages=body["messages"], stream=True,
+            extra_body=extra, extra_headers=headers or None,
         )  # fmt: skip
-        try:
-            async for event in _translate(b, response):
-                yield event
-        finally:
-            await aclose_quietly(response.close)
-    finally:
-        await aclose_quietly(client.close)
+
+    async with contextlib.aclosing(stream_response(b, client, create, _translate)) as events:
+        async for event in events:
+            yield event
 
 
 class _Usage:

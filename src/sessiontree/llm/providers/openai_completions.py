@@ -9,6 +9,7 @@ Only translates (request out, chunks in); errors, aborts and costs are handled b
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, cast
 
@@ -19,7 +20,6 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import is_same_model, transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, Tool
 from ._common import (
-    aclose_quietly,
     clean_strings,
     client_kwargs,
     data_url,
@@ -28,6 +28,7 @@ from ._common import (
     new_call_id,
     reasoning_level,
     safe_id,
+    stream_response,
     text_of,
 )
 
@@ -178,20 +179,16 @@ async def stream_openai_completions(
     if options.on_payload is not None:
         options.on_payload(body)
     client = openai.AsyncOpenAI(**client_kwargs(model, options))
-    try:
-        extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
-        response: Any = await b.call(
-            lambda: client.chat.completions.create(
-                model=body["model"], messages=body["messages"], stream=True, extra_body=extra
-            )
+    extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
+
+    def create() -> Any:
+        return client.chat.completions.create(
+            model=body["model"], messages=body["messages"], stream=True, extra_body=extra
         )
-        try:
-            async for event in _translate(b, response):
-                yield event
-        finally:
-            await aclose_quietly(response.close)
-    finally:
-        await aclose_quietly(client.close)
+
+    async with contextlib.aclosing(stream_response(b, client, create, _translate)) as events:
+        async for event in events:
+            yield event
 
 
 async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEvent]:

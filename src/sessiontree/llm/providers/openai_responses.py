@@ -19,7 +19,6 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import is_same_model, transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, Tool
 from ._common import (
-    aclose_quietly,
     clean_strings,
     client_kwargs,
     data_url,
@@ -27,6 +26,7 @@ from ._common import (
     max_tokens,
     reasoning_level,
     safe_id,
+    stream_response,
     text_of,
 )
 
@@ -147,20 +147,16 @@ async def stream_openai_responses(
     if options.on_payload is not None:
         options.on_payload(body)
     client = openai.AsyncOpenAI(**client_kwargs(model, options))
-    try:
-        extra = {k: v for k, v in body.items() if k not in ("model", "input", "stream")}
-        response: Any = await b.call(
-            lambda: client.responses.create(
-                model=body["model"], input=body["input"], stream=True, extra_body=extra
-            )
+    extra = {k: v for k, v in body.items() if k not in ("model", "input", "stream")}
+
+    def create() -> Any:
+        return client.responses.create(
+            model=body["model"], input=body["input"], stream=True, extra_body=extra
         )
-        try:
-            async for event in _translate(b, response):
-                yield event
-        finally:
-            await aclose_quietly(response.close)
-    finally:
-        await aclose_quietly(client.close)
+
+    async with contextlib.aclosing(stream_response(b, client, create, _translate)) as events:
+        async for event in events:
+            yield event
 
 
 def _dump(item: Any) -> dict[str, Any]:
