@@ -26,13 +26,7 @@ def provider_error_message(body: Any) -> str | None:
         message = body.get("message")
         if isinstance(message, str) and message:
             return message
-        try:
-            return dumps(body) if body else None
-        except TypeError:
-            return str(body)
-    if isinstance(body, str) and body.strip():
-        return body.strip()
-    return None
+    return _whole_body(body)
 
 
 def _whole_body(body: Any) -> str | None:
