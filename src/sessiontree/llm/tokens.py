@@ -6,7 +6,7 @@ Pure arithmetic over message dicts; it never calls a tokenizer or a provider, an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,38 +64,30 @@ def _len(value: Any) -> int:
     return utf16_len(value) if isinstance(value, str) else 0
 
 
-def _content_chars(content: Any) -> int:
-    if isinstance(content, str):
-        return utf16_len(content)
-    chars = 0
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, Mapping):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                chars += _len(block.get("text"))
-            elif kind == "image":
-                chars += IMAGE_CHARS
-    return chars
+def _tool_call_chars(block: Mapping[str, Any]) -> int:
+    arguments = block.get("arguments")
+    # JSON.stringify(undefined) has no length in pi (it would throw); an absent value counts as {}.
+    return _len(block.get("name")) + utf16_len(dumps(arguments if arguments is not None else {}))
 
 
-def _assistant_chars(content: Any) -> int:
-    chars = 0
+_BLOCK_CHARS: dict[str, Callable[[Mapping[str, Any]], int]] = {
+    "text": lambda block: _len(block.get("text")),
+    "thinking": lambda block: _len(block.get("thinking")),
+    "toolCall": _tool_call_chars,
+    "image": lambda block: IMAGE_CHARS,
+}
+_CONTENT_KINDS = ("text", "image")
+_ASSISTANT_KINDS = ("text", "thinking", "toolCall")
+
+
+def _blocks_chars(content: Any, kinds: tuple[str, ...]) -> int:
+    """Characters of the blocks of the given kinds in a content list; other blocks and non-lists count 0."""
     if not isinstance(content, list):
         return 0
+    chars = 0
     for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            chars += _len(block.get("text"))
-        elif kind == "thinking":
-            chars += _len(block.get("thinking"))
-        elif kind == "toolCall":
-            arguments = block.get("arguments")
-            # JSON.stringify(undefined) has no length in pi (it would throw); an absent value counts as {}.
-            chars += _len(block.get("name")) + utf16_len(dumps(arguments if arguments is not None else {}))
+        if isinstance(block, Mapping) and (kind := block.get("type")) in kinds:
+            chars += _BLOCK_CHARS[kind](block)
     return chars
 
 
@@ -103,9 +95,10 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
     """pi's ``estimateTokens``: ``ceil(chars / 4)`` with per-role character counts (SPEC B§7.2)."""
     role = message.get("role")
     if role in ("user", "custom", "toolResult"):
-        chars = _content_chars(message.get("content"))
+        content = message.get("content")
+        chars = utf16_len(content) if isinstance(content, str) else _blocks_chars(content, _CONTENT_KINDS)
     elif role == "assistant":
-        chars = _assistant_chars(message.get("content"))
+        chars = _blocks_chars(message.get("content"), _ASSISTANT_KINDS)
     elif role == "bashExecution":
         chars = _len(message.get("command")) + _len(message.get("output"))
     elif role in ("branchSummary", "compactionSummary"):
