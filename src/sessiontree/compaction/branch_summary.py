@@ -23,7 +23,7 @@ from .prompts import (
 )
 from .serialize import serialize_conversation
 from .settings import DEFAULT_BRANCH_SUMMARY_SETTINGS
-from .summarizer import BranchSummaryError, Summarizer, SummaryRequest, reply_text
+from .summarizer import BranchSummaryError, Summarizer, SummaryRequest, ask_summary
 
 __all__ = ["BRANCH_SUMMARY_MAX_TOKENS", "BranchSummaryResult", "generate_branch_summary"]
 
@@ -76,13 +76,14 @@ async def generate_branch_summary(
         custom_instructions=custom_instructions or None,
         signal=signal,
     )
-    reply = await summarizer.summarize(request)
-    stop = reply.get("stopReason")
-    if stop == "aborted":
-        raise BranchSummaryError(reply.get("errorMessage") or "Branch summarization aborted", kind="aborted")
-    if stop == "error":
-        reason = reply.get("errorMessage") or "Summarization failed"
-        raise BranchSummaryError(f"Branch summarization failed: {reason}", kind="summarization_failed")
+    text = await ask_summary(
+        summarizer,
+        request,
+        BranchSummaryError,
+        aborted="Branch summarization aborted",
+        failed="Branch summarization failed",
+        unknown="Summarization failed",
+    )
     read_files, modified_files = compute_file_lists(prepared.file_ops)
-    summary = BRANCH_SUMMARY_PREAMBLE + reply_text(reply) + format_file_operations(read_files, modified_files)
+    summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_operations(read_files, modified_files)
     return BranchSummaryResult(summary, read_files, modified_files)

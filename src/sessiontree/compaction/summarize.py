@@ -26,7 +26,7 @@ from .prompts import (
     merge_split_turn,
 )
 from .serialize import serialize_conversation
-from .summarizer import CompactionError, Summarizer, SummaryRequest, reply_text
+from .summarizer import CompactionError, Summarizer, SummaryRequest, ask_summary
 
 __all__ = [
     "CompactionResult",
@@ -71,14 +71,14 @@ def _conversation(messages: Sequence[AgentMessage]) -> str:
 
 
 async def _ask(summarizer: Summarizer, request: SummaryRequest, failure_prefix: str) -> str:
-    reply = await summarizer.summarize(request)
-    stop = reply.get("stopReason")
-    if stop == "aborted":
-        raise CompactionError(reply.get("errorMessage") or "Summarization aborted", kind="aborted")
-    if stop == "error":
-        reason = reply.get("errorMessage") or "Unknown error"
-        raise CompactionError(f"{failure_prefix}: {reason}", kind="summarization_failed")
-    return reply_text(reply)
+    return await ask_summary(
+        summarizer,
+        request,
+        CompactionError,
+        aborted="Summarization aborted",
+        failed=failure_prefix,
+        unknown="Unknown error",
+    )
 
 
 async def generate_summary(

@@ -1,5 +1,5 @@
 """The summarizer seam: one request shape, and anything that answers it (a model, the offline summarizer,
-a scripted test double). Also the errors summarization raises.
+a scripted test double). Also the errors summarization raises and the check that turns a reply into text.
 
 Builds no prompts and reads no sessions; the model path only forwards the request to ``llm.complete``.
 """
@@ -111,6 +111,27 @@ def reply_text(reply: AssistantMessage) -> str:
             text = block.get("text")
             parts.append(text if isinstance(text, str) else "")
     return "\n".join(parts)
+
+
+async def ask_summary(
+    summarizer: Summarizer,
+    request: SummaryRequest,
+    error: type[SessionError],
+    *,
+    aborted: str,
+    failed: str,
+    unknown: str,
+) -> str:
+    """The reply's text; an aborted or failed reply raises ``error`` (``errorMessage``, else ``aborted`` /
+    ``failed: unknown``) with kind ``aborted`` or ``summarization_failed``."""
+    reply = await summarizer.summarize(request)
+    stop = reply.get("stopReason")
+    if stop == "aborted":
+        raise error(reply.get("errorMessage") or aborted, kind="aborted")
+    if stop == "error":
+        reason = reply.get("errorMessage") or unknown
+        raise error(f"{failed}: {reason}", kind="summarization_failed")
+    return reply_text(reply)
 
 
 class LlmSummarizer:
