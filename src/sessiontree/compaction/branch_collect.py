@@ -45,8 +45,9 @@ class BranchEntries:
     common_ancestor_id: str | None
 
 
-def _walk_ids(session: EntryLookup, leaf_id: str) -> list[str]:
-    ids: list[str] = []
+def _walk(session: EntryLookup, leaf_id: str) -> list[tuple[str, Entry]]:
+    """``(id, entry)`` from ``leaf_id`` up the parent links, until a missing entry or a repeated id."""
+    path: list[tuple[str, Entry]] = []
     seen: set[str] = set()
     current: str | None = leaf_id
     while isinstance(current, str) and current not in seen:
@@ -54,10 +55,10 @@ def _walk_ids(session: EntryLookup, leaf_id: str) -> list[str]:
         if entry is None:
             break
         seen.add(current)
-        ids.append(current)
+        path.append((current, entry))
         parent = entry.get("parentId")
         current = parent if isinstance(parent, str) else None
-    return ids
+    return path
 
 
 def collect_entries_for_branch_summary(
@@ -69,23 +70,18 @@ def collect_entries_for_branch_summary(
     """
     if not old_leaf_id:
         return BranchEntries([], None)
-    old_path = set(_walk_ids(session, old_leaf_id))
+    old_walk = _walk(session, old_leaf_id)
+    old_path = {entry_id for entry_id, _ in old_walk}
     common: str | None = None
-    for entry_id in _walk_ids(session, target_id):  # deepest first
+    for entry_id, _ in _walk(session, target_id):  # deepest first
         if entry_id in old_path:
             common = entry_id
             break
     collected: list[Entry] = []
-    seen: set[str] = set()
-    current: str | None = old_leaf_id
-    while isinstance(current, str) and current and current != common and current not in seen:
-        entry = session.get_entry(current)
-        if entry is None:
+    for entry_id, entry in old_walk:
+        if not entry_id or entry_id == common:
             break
-        seen.add(current)
         collected.append(entry)
-        parent = entry.get("parentId")
-        current = parent if isinstance(parent, str) else None
     collected.reverse()
     return BranchEntries(collected, common)
 
