@@ -14,6 +14,7 @@ import pytest
 from sessiontree import SessionManager, build_session_context
 from sessiontree._json import UNDEFINED
 from sessiontree.ids import epoch_ms
+from tests.builders import assistant, user
 
 TS = "2025-01-01T00:00:00Z"
 Entry = dict[str, Any]
@@ -21,21 +22,7 @@ Entry = dict[str, Any]
 
 def msg(entry_id: str, parent: str | None, role: str, text: str) -> Entry:
     base: Entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": TS}
-    if role == "user":
-        return {**base, "message": {"role": "user", "content": text, "timestamp": 1}}
-    return {
-        **base,
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-test",
-            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-            "stopReason": "stop",
-            "timestamp": 1,
-        },
-    }
+    return {**base, "message": user(text) if role == "user" else assistant(text, timestamp=1)}
 
 
 def compaction(entry_id: str, parent: str | None, summary: str, first_kept: str, **extra: Any) -> Entry:

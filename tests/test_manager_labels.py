@@ -9,29 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sessiontree import SessionManager, SessionNotFoundError
 from sessiontree.tree import TreeNode
-
-Factory = Callable[..., SessionManager]
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "provider": "anthropic",
-        "model": "claude-test",
-        "stopReason": "stop",
-        "timestamp": 2,
-    }
+from tests.builders import Factory, assistant, manager_factory, reopened, user
 
 
 def ticking_clock(start_ms: int = 1_764_770_400_000) -> Callable[[], int]:
@@ -42,25 +25,8 @@ def ticking_clock(start_ms: int = 1_764_770_400_000) -> Callable[[], int]:
 
 @pytest.fixture(params=["memory", "file"])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    managers: list[SessionManager] = []
-
-    def factory(**options: Any) -> SessionManager:
-        options.setdefault("clock", ticking_clock())
-        if request.param == "memory":
-            manager = SessionManager.in_memory(str(tmp_path / "proj"), **options)
-        else:
-            manager = SessionManager.create(str(tmp_path / "proj"), tmp_path / "sessions", **options)
-        managers.append(manager)
-        return manager
-
-    yield factory
-    for manager in managers:
-        manager.close()
-
-
-def reopened(manager: SessionManager) -> SessionManager:
-    path = manager.get_session_file()
-    return manager if path is None else SessionManager.open(path, read_only=True)
+    with manager_factory(request.param, tmp_path, clock=ticking_clock) as factory:
+        yield factory
 
 
 def nodes_by_id(roots: list[TreeNode]) -> dict[str, TreeNode]:

@@ -6,7 +6,7 @@ pi runs these on ``inMemory()``; every test here runs on the in-memory manager a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,48 +15,13 @@ import pytest
 from sessiontree import SessionManager, SessionNotFoundError
 from sessiontree._json import loads
 from sessiontree.tree import TreeNode
-
-Factory = Callable[..., SessionManager]
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-        "stopReason": "stop",
-        "timestamp": 2,
-    }
+from tests.builders import Factory, assistant, manager_factory, reopened, user
 
 
 @pytest.fixture(params=["memory", "file"])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    managers: list[SessionManager] = []
-
-    def factory(**options: Any) -> SessionManager:
-        if request.param == "memory":
-            manager = SessionManager.in_memory(str(tmp_path / "proj"), **options)
-        else:
-            manager = SessionManager.create(str(tmp_path / "proj"), tmp_path / "sessions", **options)
-        managers.append(manager)
-        return manager
-
-    yield factory
-    for manager in managers:
-        manager.close()
-
-
-def reopened(manager: SessionManager) -> SessionManager:
-    """The same session read back from its file (the manager itself when it is in memory)."""
-    path = manager.get_session_file()
-    return manager if path is None else SessionManager.open(path, read_only=True)
+    with manager_factory(request.param, tmp_path) as factory:
+        yield factory
 
 
 def ids(entries: list[dict[str, Any]]) -> list[str]:
