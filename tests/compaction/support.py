@@ -1,11 +1,13 @@
-"""Test support for the compaction suite: pi's session files read as pi reads them, fixture files, and a
-scripted in-process summarizer."""
+"""Test support for the compaction suite: pi's session files read as pi reads them, fixture files, paths
+built by hand, and a scripted in-process summarizer with ``run`` to await it from a test."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from sessiontree._json import loads
 from tests.conftest import require_conformance
@@ -142,6 +144,15 @@ class PathBuilder:
         )
 
 
+def conversation(turns: int, size: int = 400) -> PathBuilder:
+    """``turns`` user/assistant exchanges of about ``size`` characters each."""
+    b = PathBuilder()
+    for i in range(turns):
+        b.user(f"question {i} " + "q" * size)
+        b.assistant(f"answer {i} " + "a" * size)
+    return b
+
+
 def user_msg(text: str, timestamp: int = 1) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
@@ -195,6 +206,10 @@ def tool_result_msg(call_id: str, name: str, text: str, is_error: bool = False) 
 
 # ---------------------------------------------------------------------------------------------------------
 # A scripted in-process model behind the summarizer seam
+
+
+def run(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
+    return anyio.run(lambda: coro_fn(*args, **kwargs))
 
 
 Reply = str | dict[str, Any]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 
 from sessiontree.compaction import (
@@ -27,24 +26,13 @@ from tests.compaction.support import (
     SessionIndex,
     assistant_msg,
     call,
+    conversation,
     read_session_entries,
+    run,
     tool_result_msg,
     user_msg,
 )
 from tests.conftest import require_conformance
-
-
-def run(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    return anyio.run(lambda: coro_fn(*args, **kwargs))
-
-
-def conversation(turns: int, size: int = 400) -> PathBuilder:
-    b = PathBuilder()
-    for i in range(turns):
-        b.user(f"question {i} " + "q" * size)
-        b.assistant(f"answer {i} " + "a" * size)
-    return b
-
 
 # --- shouldCompact ---------------------------------------------------------------------------------------
 

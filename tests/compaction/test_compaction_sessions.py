@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from sessiontree import SessionManager
@@ -26,15 +25,12 @@ from tests.compaction.support import (
     assistant_msg,
     call,
     realistic_messages,
+    run,
     tool_result_msg,
     user_msg,
 )
 
 SMALL = CompactionSettings(keep_recent_tokens=150)
-
-
-def run(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    return anyio.run(lambda: coro_fn(*args, **kwargs))
 
 
 def fill(manager: SessionManager, turns: int, tag: str = "t") -> list[str]:

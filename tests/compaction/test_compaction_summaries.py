@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 
 from sessiontree.compaction import (
@@ -18,20 +17,7 @@ from sessiontree.compaction import (
     generate_summary,
     prepare_compaction,
 )
-from tests.compaction.support import PathBuilder, ScriptedSummarizer, call, user_msg
-
-
-def run(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    return anyio.run(lambda: coro_fn(*args, **kwargs))
-
-
-def conversation(turns: int, size: int = 400) -> PathBuilder:
-    b = PathBuilder()
-    for i in range(turns):
-        b.user(f"question {i} " + "q" * size)
-        b.assistant(f"answer {i} " + "a" * size)
-    return b
-
+from tests.compaction.support import PathBuilder, ScriptedSummarizer, call, conversation, run, user_msg
 
 # --- summary generation -----------------------------------------------------------------------------------
 
