@@ -307,18 +307,22 @@ class IndexedStore(EntryStore):
         self._timestamps.append(timestamp)
         self._ids.append(entry_id)  # last: readers use len(self._ids)
         if entry_id in self._index:
-            self._duplicates.add(entry_id)
-            self.problems.append(
-                Problem(
-                    "duplicate_id",
-                    self.line_of(i),
-                    f"{self._where()}: line {self.line_of(i)}: duplicate entry id {entry_id!r} "
-                    f"(also on line {self.line_of(self._index[entry_id])}; the later entry wins)",
-                    entry_id,
-                )
-            )
+            self._report_duplicate(entry_id, i, self._index[entry_id])
         self._index[entry_id] = i
         return i
+
+    def _report_duplicate(self, entry_id: str, i: int, earlier: int) -> None:
+        """Record that the envelope at ``i`` repeats the id of the one at ``earlier`` (the later one wins)."""
+        self._duplicates.add(entry_id)
+        self.problems.append(
+            Problem(
+                "duplicate_id",
+                self.line_of(i),
+                f"{self._where()}: line {self.line_of(i)}: duplicate entry id {entry_id!r} "
+                f"(also on line {self.line_of(earlier)}; the later entry wins)",
+                entry_id,
+            )
+        )
 
     def _install(
         self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
@@ -342,16 +346,7 @@ class IndexedStore(EntryStore):
             first: dict[str, int] = {}
             for i, entry_id in enumerate(ids):
                 if entry_id in first:
-                    self._duplicates.add(entry_id)
-                    self.problems.append(
-                        Problem(
-                            "duplicate_id",
-                            self.line_of(i),
-                            f"{self._where()}: line {self.line_of(i)}: duplicate entry id {entry_id!r} "
-                            f"(also on line {self.line_of(first[entry_id])}; the later entry wins)",
-                            entry_id,
-                        )
-                    )
+                    self._report_duplicate(entry_id, i, first[entry_id])
                 first[entry_id] = i
         self._report_dangling()
 
