@@ -8,6 +8,7 @@ import pytest
 
 from sessiontree.llm import AbortSignal, Context, StreamOptions, Tool, complete, convert_to_llm
 from sessiontree.llm.models import ModelRegistry
+from sessiontree.llm.types import Model
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
@@ -19,12 +20,18 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("provider", "model_id", "env"), CASES)
-async def test_live_text_and_tool_call(provider: str, model_id: str, env: str) -> None:
+def live_model(provider: str, model_id: str, env: str) -> Model:
+    """The registry's model, or a skip when its API key is not set."""
     if not os.environ.get(env):
         pytest.skip(f"{env} is not set")
     model = ModelRegistry().get(provider, model_id)
     assert model is not None
+    return model
+
+
+@pytest.mark.parametrize(("provider", "model_id", "env"), CASES)
+async def test_live_text_and_tool_call(provider: str, model_id: str, env: str) -> None:
+    model = live_model(provider, model_id, env)
     prompt = {"role": "user", "content": "What time is it in Paris? Use the tool.", "timestamp": 0}
     context = Context(messages=convert_to_llm([prompt]), system_prompt="Be brief.", tools=[TOOL])
     reply = await complete(model, context, StreamOptions(max_tokens=256))
@@ -44,10 +51,7 @@ async def test_live_text_and_tool_call(provider: str, model_id: str, env: str) -
 
 @pytest.mark.parametrize(("provider", "model_id", "env"), CASES)
 async def test_live_abort_before_start(provider: str, model_id: str, env: str) -> None:
-    if not os.environ.get(env):
-        pytest.skip(f"{env} is not set")
-    model = ModelRegistry().get(provider, model_id)
-    assert model is not None
+    model = live_model(provider, model_id, env)
     signal = AbortSignal()
     signal.abort()
     context = Context(messages=convert_to_llm([{"role": "user", "content": "hi", "timestamp": 0}]))
