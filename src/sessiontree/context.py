@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
+from . import messages as _msgs
 from .ids import epoch_ms
 
 __all__ = [
@@ -286,14 +287,7 @@ def session_entry_to_context_messages(entry: Entry) -> list[dict[str, Any]]:
     if kind == "branch_summary":
         if not entry.get("summary"):
             return []
-        return [
-            {
-                "role": "branchSummary",
-                "summary": entry.get("summary"),
-                "fromId": entry.get("fromId"),
-                "timestamp": epoch_ms(entry.get("timestamp")),
-            }
-        ]
+        return [branch_summary_entry_message(entry)]
     if kind == "compaction":
         out: list[dict[str, Any]] = [compaction_summary_message(entry)]
         tail = entry.get("retainedTail")
@@ -325,12 +319,20 @@ def compute_retained_tail(path: Sequence[Entry], first_kept_entry_id: str | None
 
 def compaction_summary_message(entry: Entry) -> dict[str, Any]:
     """The ``compactionSummary`` runtime message for a compaction entry."""
-    return {
-        "role": "compactionSummary",
-        "summary": entry.get("summary"),
-        "tokensBefore": entry.get("tokensBefore"),
-        "timestamp": epoch_ms(entry.get("timestamp")),
-    }
+    return _msgs.compaction_summary_message(
+        entry.get("summary"),  # type: ignore[arg-type]
+        entry.get("tokensBefore"),  # type: ignore[arg-type]
+        epoch_ms(entry.get("timestamp")),
+    )
+
+
+def branch_summary_entry_message(entry: Entry) -> dict[str, Any]:
+    """The ``branchSummary`` runtime message for a branch_summary entry (whatever its summary)."""
+    return _msgs.branch_summary_message(
+        entry.get("summary"),  # type: ignore[arg-type]
+        entry.get("fromId"),  # type: ignore[arg-type]
+        epoch_ms(entry.get("timestamp")),
+    )
 
 
 def context_from_path(path: Sequence[Entry]) -> SessionContext:

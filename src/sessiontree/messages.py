@@ -24,6 +24,10 @@ __all__ = [
     "Usage",
     "UserMessage",
     "assistant_message",
+    "bash_execution_message",
+    "branch_summary_message",
+    "compaction_summary_message",
+    "custom_message",
     "empty_usage",
     "tool_result_message",
     "user_message",
@@ -217,3 +221,62 @@ def tool_result_message(
     msg["isError"] = is_error
     msg["timestamp"] = timestamp
     return msg
+
+
+def bash_execution_message(
+    command: str,
+    output: str,
+    *,
+    exit_code: int | None,
+    cancelled: bool = False,
+    truncated: bool = False,
+    full_output_path: str | None = None,
+    timestamp: int,
+    exclude_from_context: bool | None = None,
+) -> dict[str, Any]:
+    """A user-run shell command (pi's ``!cmd``; ``exclude_from_context=True`` for ``!!cmd``), pi's key order.
+
+    ``exitCode`` is omitted when ``None`` (pi omits an undefined exit code), as are the optional keys.
+    """
+    msg: dict[str, Any] = {"role": "bashExecution", "command": command, "output": output}
+    if exit_code is not None:
+        msg["exitCode"] = exit_code
+    msg["cancelled"] = cancelled
+    msg["truncated"] = truncated
+    if full_output_path is not None:
+        msg["fullOutputPath"] = full_output_path
+    msg["timestamp"] = timestamp
+    if exclude_from_context is not None:
+        msg["excludeFromContext"] = exclude_from_context
+    return msg
+
+
+def custom_message(
+    custom_type: str, content: str | list[Any], *, display: bool, timestamp: int, details: Any = None
+) -> dict[str, Any]:
+    """An extension-injected message that is part of the model context (``details`` never sent)."""
+    msg: dict[str, Any] = {
+        "role": "custom",
+        "customType": custom_type,
+        "content": content,
+        "display": display,
+    }
+    if details is not None:
+        msg["details"] = details
+    msg["timestamp"] = timestamp
+    return msg
+
+
+def branch_summary_message(summary: str, from_id: str, timestamp: int | None) -> dict[str, Any]:
+    """The runtime message a ``branch_summary`` entry becomes in a context (never stored as a message)."""
+    return {"role": "branchSummary", "summary": summary, "fromId": from_id, "timestamp": timestamp}
+
+
+def compaction_summary_message(summary: str, tokens_before: float, timestamp: int | None) -> dict[str, Any]:
+    """The runtime message a ``compaction`` entry becomes in a context (never stored as a message)."""
+    return {
+        "role": "compactionSummary",
+        "summary": summary,
+        "tokensBefore": tokens_before,
+        "timestamp": timestamp,
+    }

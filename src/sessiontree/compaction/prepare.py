@@ -9,10 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import compute_retained_tail, context_from_path, session_entry_to_context_messages
+from ..context import (
+    branch_summary_entry_message,
+    compute_retained_tail,
+    context_from_path,
+    session_entry_to_context_messages,
+)
 from ..context import path_ids as entry_ids
 from ..context import path_types as entry_types
-from ..ids import epoch_ms
 from ..llm.tokens import estimate_context_tokens
 from .cut_points import find_cut_point
 from .file_ops import FileOperations, extract_file_ops_from_message
@@ -38,12 +42,7 @@ def entry_to_summary_message(entry: Entry) -> AgentMessage | None:
     """
     kind = entry.get("type")
     if kind == "branch_summary":
-        return {
-            "role": "branchSummary",
-            "summary": entry.get("summary"),
-            "fromId": entry.get("fromId"),
-            "timestamp": epoch_ms(entry.get("timestamp")),
-        }
+        return branch_summary_entry_message(entry)
     if kind in ("message", "custom_message"):
         messages = session_entry_to_context_messages(entry)
         return messages[0] if messages else None
