@@ -434,3 +434,26 @@ def test_rejected_custom_id_leaves_no_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         SessionManager.create("/proj", target, id="bad id!")
     assert not target.exists()
+
+
+def test_writes_inside_a_transaction_are_not_interleaved_by_other_threads(tmp_path: Path) -> None:
+    sm = SessionManager.create(str(tmp_path), tmp_path)
+    inside = threading.Event()
+    other_done = threading.Event()
+
+    def other() -> None:
+        inside.wait()
+        sm.append_message(user("other"))
+        other_done.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with sm.transaction():
+        sm.append_message(user("first"))
+        inside.set()
+        assert not other_done.wait(0.2)  # the other thread's write waits for the transaction
+        sm.append_message(user("second"))
+    thread.join()
+    texts = [e["message"]["content"] for e in sm.get_entries()]
+    assert texts == ["first", "second", "other"]
+    sm.close()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -479,6 +480,12 @@ class SessionManager:
         load_into(self, Path(path))
 
     # ------------------------------------------------------------------ lifecycle
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several writes: no other thread's write lands between them (one transaction in SQL stores)."""
+        with self._lock:
+            yield
+
     def sync(self) -> None:
         """Make every write durable now (fsync); the harness calls this at save points."""
         self._store.sync()

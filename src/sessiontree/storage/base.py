@@ -74,6 +74,8 @@ class EntryStore(ABC):
     problems: list[Problem]
     read_only: bool
     generation: int
+    remote: bool = False
+    """Whether calls can wait on a network (SQL servers): async callers run them in a worker thread."""
 
     @abstractmethod
     def __len__(self) -> int:
