@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from sessiontree import CorruptSessionError, SessionManager, SessionNotFoundError, StorageError
+from sessiontree import (
+    CorruptSessionError,
+    SessionLockedError,
+    SessionManager,
+    SessionNotFoundError,
+    StorageError,
+)
 from sessiontree._json import loads
 from sessiontree.storage import lock
 
@@ -404,10 +410,10 @@ def test_a_session_file_that_already_exists_is_never_overwritten(tmp_path: Path)
     path = first.get_session_file()
     assert path is not None and path == second.get_session_file()
     before = Path(path).read_bytes()
-    with pytest.raises(StorageError, match="already exists"):
+    with pytest.raises(SessionLockedError, match="created by another writer first"):
         second.append_message(user("second"))
     assert second.get_leaf_id() is None and second.get_entries() == []
-    with pytest.raises(StorageError, match="already exists"):
+    with pytest.raises(SessionLockedError, match="created by another writer first"):  # first holds it
         SessionManager.create(str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)
     with pytest.raises(StorageError, match="already exists"):
         SessionManager.fork_from(path, str(tmp_path), tmp_path / "s", id="same", clock=fixed_clock)

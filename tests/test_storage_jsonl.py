@@ -213,7 +213,7 @@ def test_missing_file(tmp_path: Path) -> None:
         b'{"type":"message","id":"u1","parentId":null}\n' + line(HEADER),
         b"not json at all\n" + line(msg("a", None)),
         b'{"type":"session","id":5}\n',
-        b'{"type":"session","version":3,"id":"x","timestamp"',
+        b'{"type":"session","version":"3","id":"x","timestamp":"t","cwd":"/"}\n',
         b"[1]\n",
     ],
 )

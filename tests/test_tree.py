@@ -11,6 +11,7 @@ import pytest
 
 from sessiontree.storage import JsonlStore, MemoryStore
 from sessiontree.tree import TreeIndex, TreeNode
+from tests.conformance.support import unique_id_tree
 from tests.conftest import list_cases, require_conformance
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
@@ -53,7 +54,7 @@ def test_get_tree_matches_pi(name: str, copy_input: Any) -> None:
     if not current:
         pytest.skip("pi wrote no file in this case")
     path = copy_input(case / current[0]["name"])
-    expected = json.loads((case / "tree.json").read_text())
+    expected = unique_id_tree(json.loads((case / "tree.json").read_text()))
     labels = {n["id"]: (n["label"], n["labelTimestamp"]) for n in expected["nodes"] if n["label"] is not None}
     store = JsonlStore.open(path, read_only=True)
     tree = TreeIndex(store)
@@ -109,15 +110,35 @@ def test_self_parent_and_two_cycle_do_not_hang() -> None:
 
 
 def test_a_cycle_through_a_duplicated_id_reachable_from_a_root() -> None:
-    # pi's getTree would loop forever on this: node "a" (its last copy) hangs under "b", which hangs under "a"
+    # pi's getTree would loop forever on this: node "a" (its last copy) hangs under "b", which hangs under "a".
+    # Each id is placed once, by its last copy, so "a" and "b" form a cycle with no root: the cycle's first
+    # entry in file order ("b", line 3; the last "a" is on line 4) becomes the root and the closing edge is cut.
     store = MemoryStore(HEADER, [e("a", None), e("b", "a"), e("a", "b")])
     tree = TreeIndex(store)
     roots = tree.get_tree()
-    assert [r.id for r in roots] == ["a"]
-    assert [c.id for c in roots[0].children] == ["b"]
+    assert [r.id for r in roots] == ["b"]
+    assert [c.id for c in roots[0].children] == ["a"]
     assert roots[0].children[0].children == []
     assert roots[0].to_dict()["children"][0]["children"] == []
-    assert [p.kind for p in tree.problems] == ["cycle"]
+    assert [(p.kind, p.entry_id) for p in tree.problems] == [("cycle", "b")]
+
+
+def test_duplicated_lines_give_a_tree_with_each_id_once() -> None:
+    # Every line twice (61 lines): pi's tree holds each child once per copy, 2^depth nodes in any walk.
+    chain = [e(f"n{i}", f"n{i - 1}" if i else None) for i in range(30)]
+    store = MemoryStore(HEADER, [x for entry in chain for x in (entry, entry)])
+    tree = TreeIndex(store)
+    (root,) = tree.get_tree()
+    ids, node = [root.id], root
+    while node.children:
+        (node,) = node.children
+        ids.append(node.id)
+    assert ids == [f"n{i}" for i in range(30)]
+    as_dict, depth = root.to_dict(), 1
+    while as_dict["children"]:
+        (as_dict,) = as_dict["children"]
+        depth += 1
+    assert depth == 30
 
 
 def test_twenty_thousand_deep_chain() -> None:

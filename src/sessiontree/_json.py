@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSONDecodeError", "dumps", "dumps_bytes", "js_number", "loads", "utf16_len"]
+__all__ = ["MAX_DEPTH", "JSONDecodeError", "dumps", "dumps_bytes", "js_number", "loads", "utf16_len"]
 
 JSONDecodeError = json.JSONDecodeError
 
@@ -31,18 +31,26 @@ def _reject_constant(name: str) -> Any:
 _stdlib_decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+MAX_DEPTH = 1024
+"""Deepest nesting ``loads`` accepts (orjson's own limit); deeper text is rejected as not JSON."""
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse one JSON text as ``JSON.parse`` would (lone-surrogate escapes and huge numbers included).
 
-    Raises ``JSONDecodeError`` (a ``ValueError``) when the text is not JSON.
+    Raises ``JSONDecodeError`` (a ``ValueError``) when the text is not JSON, and also when it nests deeper
+    than ``MAX_DEPTH`` levels (JavaScript would parse it; sessiontree refuses it rather than recursing).
     """
     try:
         return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+    except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc):  # orjson's fixed limit: the same verdict on every stack depth
+            raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0) from None
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogateescape")
     try:
         return _stdlib_decoder.decode(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to decode", text[:80], 0) from None
     except ValueError as exc:
         if isinstance(exc, json.JSONDecodeError):
             raise
@@ -98,43 +106,70 @@ def _is_index_key(key: str) -> bool:
     return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < _MAX_INDEX
 
 
+_END = object()
+
+
+def _ordered_items(value: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """A mapping's items in ``JSON.stringify`` order: array-index keys first (ascending), then insertion."""
+    items = list(value.items())
+    if any(_is_index_key(k) for k, _ in items if isinstance(k, str)):
+        index_items = sorted((kv for kv in items if _is_index_key(kv[0])), key=lambda kv: int(kv[0]))
+        items = index_items + [kv for kv in items if not _is_index_key(kv[0])]
+    return items
+
+
 def _encode(value: Any, parts: list[str]) -> None:
-    if isinstance(value, str):
-        parts.append(_string(value))
-    elif value is None:
-        parts.append("null")
-    elif value is True:
-        parts.append("true")
-    elif value is False:
-        parts.append("false")
-    elif isinstance(value, (int, float)):
-        parts.append(js_number(value))
-    elif isinstance(value, Mapping):
-        items = list(value.items())
-        if any(_is_index_key(k) for k, _ in items if isinstance(k, str)):
-            index_items = sorted((kv for kv in items if _is_index_key(kv[0])), key=lambda kv: int(kv[0]))
-            items = index_items + [kv for kv in items if not _is_index_key(kv[0])]
-        parts.append("{")
-        first = True
-        for key, item in items:
-            if item is _UNDEFINED:
+    # Iterative (an explicit stack of open containers), so any nesting depth encodes without RecursionError.
+    out = parts.append
+    stack: list[list[Any]] = []  # [iterator, is_mapping, items written so far]
+    while True:
+        if isinstance(value, str):
+            out(_string(value))
+        elif value is None:
+            out("null")
+        elif value is True:
+            out("true")
+        elif value is False:
+            out("false")
+        elif isinstance(value, (int, float)):
+            out(js_number(value))
+        elif isinstance(value, Mapping):
+            out("{")
+            stack.append([iter(_ordered_items(value)), True, 0])
+        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            out("[")
+            stack.append([iter(value), False, 0])
+        else:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        while stack:
+            state = stack[-1]
+            if state[1]:
+                for pair in state[0]:
+                    if pair[1] is not _UNDEFINED:
+                        break
+                else:
+                    out("}")
+                    stack.pop()
+                    continue
+                if state[2]:
+                    out(",")
+                state[2] += 1
+                out(_string(str(pair[0])))
+                out(":")
+                value = pair[1]
+                break
+            item = next(state[0], _END)
+            if item is _END:
+                out("]")
+                stack.pop()
                 continue
-            if not first:
-                parts.append(",")
-            first = False
-            parts.append(_string(str(key)))
-            parts.append(":")
-            _encode(item, parts)
-        parts.append("}")
-    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        parts.append("[")
-        for i, item in enumerate(value):
-            if i:
-                parts.append(",")
-            _encode(None if item is _UNDEFINED else item, parts)
-        parts.append("]")
-    else:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+            if state[2]:
+                out(",")
+            state[2] += 1
+            value = None if item is _UNDEFINED else item
+            break
+        else:
+            return
 
 
 class _Undefined:

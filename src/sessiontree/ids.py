@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Container
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 __all__ = [
     "SESSION_ID_PATTERN",
@@ -56,8 +56,28 @@ _ISO = re.compile(
 )
 
 
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_MAX_DATE_MS = 8.64e15  # JavaScript's Date range: 100,000,000 days either side of the epoch
+_FIRST_SAFE_MS = (date(1, 1, 2).toordinal() - _EPOCH_ORDINAL) * 86_400_000
+_LAST_SAFE_MS = (date(9999, 12, 30).toordinal() - _EPOCH_ORDINAL) * 86_400_000
+
+
+def _local_offset_ms(utc_ms: int) -> int:
+    """The local UTC offset at ``utc_ms`` (0 where the platform cannot say, e.g. far outside its range)."""
+    clamped = min(max(utc_ms, _FIRST_SAFE_MS), _LAST_SAFE_MS)  # the zone's offset near the ends of time
+    try:
+        offset = datetime.fromtimestamp(clamped / 1000, tz=UTC).astimezone().utcoffset()
+    except (OverflowError, OSError, ValueError):
+        return 0
+    return 0 if offset is None else int(offset.total_seconds() * 1000)
+
+
 def parse_iso_ms(text: object) -> float | None:
-    """``new Date(text).getTime()`` for the ISO forms pi files contain; ``None`` where JS gives NaN."""
+    """``new Date(text).getTime()`` for the ISO forms pi files contain; ``None`` where JS gives NaN.
+
+    Never raises: computed with calendar arithmetic rather than ``datetime.timestamp()``, which fails for
+    zone-less times near the ends of its range.
+    """
     if not isinstance(text, str):
         return None
     m = _ISO.match(text)
@@ -65,16 +85,20 @@ def parse_iso_ms(text: object) -> float | None:
         return None
     year, month, day, hh, mm, ss, frac, tz = m.groups()
     try:
-        dt = datetime(int(year), int(month), int(day), int(hh or 0), int(mm or 0), int(ss or 0), tzinfo=UTC)
+        days = date(int(year), int(month), int(day)).toordinal() - _EPOCH_ORDINAL
     except ValueError:
         return None
-    ms = int(dt.timestamp()) * 1000 + (int((frac or "0")[:3].ljust(3, "0")))
+    hours, minutes, seconds = int(hh or 0), int(mm or 0), int(ss or 0)
+    if hours > 23 or minutes > 59 or seconds > 59:
+        return None
+    ms = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int((frac or "0")[:3].ljust(3, "0"))
     if tz and tz != "Z":
         sign = 1 if tz[0] == "+" else -1
         ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
     elif tz is None and hh is not None:
-        # JavaScript reads a date-time without an offset as local time.
-        ms -= int(datetime.fromtimestamp(ms / 1000).astimezone().utcoffset().total_seconds() * 1000)  # type: ignore[union-attr]
+        ms -= _local_offset_ms(ms)  # JavaScript reads a date-time without an offset as local time
+    if abs(ms) > _MAX_DATE_MS:
+        return None
     return float(ms)
 
 
@@ -133,5 +157,5 @@ uuid7 = _UUIDv7()
 
 def assert_valid_session_id(session_id: str) -> None:
     """Raise ``ValueError`` with pi's message unless ``session_id`` is a valid custom session id."""
-    if not SESSION_ID_PATTERN.match(session_id):
+    if not isinstance(session_id, str) or not SESSION_ID_PATTERN.match(session_id):
         raise ValueError(_SESSION_ID_MESSAGE)

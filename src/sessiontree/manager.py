@@ -18,7 +18,7 @@ from . import entries as E
 from ._json import UNDEFINED
 from .context import SessionContext, compute_retained_tail, context_from_path
 from .errors import SessionError, SessionNotFoundError
-from .ids import Clock, IdFactory, iso_from_ms, new_entry_id, now_ms, uuid7
+from .ids import Clock, IdFactory, assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
 from .repo import ensure_private_dir, resolve_cwd, session_file_name
 from .storage import EntryStore, JsonlStore, MemoryStore, Problem
 from .tree import TreeIndex, TreeNode
@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 logging.getLogger("sessiontree").addHandler(logging.NullHandler())  # silent unless the application logs
 
 Durability = Literal["flush", "fsync", "batch"]
+StaleLeaf = Literal["branch", "latest"]
+"""What a write does when another process appended since this manager read the file: keep this manager's
+leaf (``"branch"``: the new entry starts a branch beside the other writer's entries) or continue from the
+file's latest entry (``"latest"``). Either way a ``stale_leaf`` problem says what happened."""
 SessionIdFactory = Callable[[], str]
 
 
@@ -90,6 +94,7 @@ class SessionManager:
         session_id_factory: SessionIdFactory = uuid7,
         durability: Durability = "flush",
         persist_leaf: bool = False,
+        stale_leaf: StaleLeaf = "branch",
     ) -> None:
         self._lock = threading.RLock()
         self._cwd = cwd
@@ -100,6 +105,9 @@ class SessionManager:
         self.session_id_factory = session_id_factory
         self.durability: Durability = durability
         self.persist_leaf = persist_leaf
+        if stale_leaf not in ("branch", "latest"):
+            raise ValueError(f"stale_leaf must be 'branch' or 'latest', not {stale_leaf!r}")
+        self.stale_leaf: StaleLeaf = stale_leaf
         self._attach(store)
 
     # ------------------------------------------------------------------ loading
@@ -252,11 +260,12 @@ class SessionManager:
     @property
     def problems(self) -> builtins.list[Problem]:
         """Everything the loader found wrong (kind, line number, message), plus reference problems and cycles."""
-        if self._cycles_checked != self._store.generation:
-            # appends cannot close a cycle (a new entry hangs under an existing one): one pass per load
-            self._tree.find_cycles()
-            self._cycles_checked = self._store.generation
-        return [*self._store.problems, *self._tree.problems, *self._extra_problems]
+        with self._lock:
+            if self._cycles_checked != self._store.generation:
+                # appends cannot close a cycle (a new entry hangs under an existing one): one pass per load
+                self._tree.find_cycles()
+                self._cycles_checked = self._store.generation
+            return [*self._store.problems, *self._tree.problems, *self._extra_problems]
 
     @property
     def store(self) -> EntryStore:
@@ -284,11 +293,13 @@ class SessionManager:
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order (header excluded), as plain dicts."""
-        return self._store.entries()
+        with self._lock:
+            return self._store.entries()
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
-        i = self._store.index_of(entry_id)
-        return None if i is None else self._store.entry_at(i)
+        with self._lock:
+            i = self._store.index_of(entry_id)
+            return None if i is None else self._store.entry_at(i)
 
     def get_leaf_id(self) -> str | None:
         return self._leaf
@@ -297,7 +308,8 @@ class SessionManager:
         return None if self._leaf is None else self.get_entry(self._leaf)
 
     def get_children(self, parent_id: str) -> builtins.list[dict[str, Any]]:
-        return [self._store.entry_at(i) for i in self._tree.children_of(parent_id)]
+        with self._lock:
+            return [self._store.entry_at(i) for i in self._tree.children_of(parent_id)]
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -320,17 +332,20 @@ class SessionManager:
 
     def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Entries from the root to ``from_id`` (default: the leaf), root first."""
-        positions = self._path_positions(self._leaf if from_id is None else from_id)
-        return [self._store.entry_at(i) for i in positions]
+        with self._lock:
+            positions = self._path_positions(self._leaf if from_id is None else from_id)
+            return [self._store.entry_at(i) for i in positions]
 
     def get_path_view(self, leaf_id: str | None = None) -> Sequence[dict[str, Any]]:
         """Like ``get_branch`` but lazy: entries are decoded only when read."""
-        return _PathView(self._store, self._path_positions(self._leaf if leaf_id is None else leaf_id))
+        with self._lock:
+            return _PathView(self._store, self._path_positions(self._leaf if leaf_id is None else leaf_id))
 
     def get_tree(self) -> builtins.list[TreeNode]:
         """Root nodes with children (sorted by timestamp, as pi) and labels."""
-        labels = {k: (v, self._label_times.get(k)) for k, v in self._labels.items()}
-        return self._tree.get_tree(labels)
+        with self._lock:  # a consistent snapshot while another thread appends
+            labels = {k: (v, self._label_times.get(k)) for k, v in self._labels.items()}
+            return self._tree.get_tree(labels)
 
     def build_session_context(self, leaf_id: str | None = None) -> SessionContext:
         """Messages and settings at the leaf (or at ``leaf_id``), honouring the latest compaction."""
@@ -346,9 +361,35 @@ class SessionManager:
 
     def _append(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
         with self._lock:
+            self._prepare_write()
             entry = build(self._new_id(), self._leaf, self._now_iso())
             self._write(entry)
             return str(entry["id"])
+
+    def _prepare_write(self) -> None:
+        """Take the writer role before an entry is built, so its parent is decided on the file as it is."""
+        store = self._store
+        generation = store.generation
+        store.prepare_write()
+        if store.generation == generation:
+            return
+        # Another writer appended since we read the file: it was indexed again under the lock.
+        self._index_labels_and_name()
+        latest = self._leaf_after(len(store) - 1) if len(store) else None
+        if latest == self._leaf:
+            return
+        where = str(store.path) if store.path is not None else "<memory>"
+        if self.stale_leaf == "latest" or (self._leaf is not None and store.index_of(self._leaf) is None):
+            what = f"continuing from the file's latest entry {latest} instead of {self._leaf}"
+            self._leaf = latest
+        else:
+            what = (
+                f"the next entry branches from this manager's leaf {self._leaf}, not from the file's latest "
+                f"entry {latest} (open with stale_leaf='latest' to continue from the latest entry)"
+            )
+        problem = Problem("stale_leaf", None, f"{where}: another writer appended meanwhile; {what}")
+        self._extra_problems.append(problem)
+        logger.warning("%s", problem.message)
 
     def _write(self, entry: dict[str, Any]) -> None:
         store = self._store
@@ -404,7 +445,8 @@ class SessionManager:
 
     def compute_retained_tail(self, first_kept_entry_id: str | None) -> builtins.list[dict[str, Any]]:
         """The messages pi's reader keeps for ``first_kept_entry_id`` on the current path (B§13)."""
-        return compute_retained_tail(self.get_path_view(), first_kept_entry_id)
+        with self._lock:
+            return compute_retained_tail(self.get_path_view(), first_kept_entry_id)
 
     def append_compaction(
         self,
@@ -521,6 +563,7 @@ class SessionManager:
 
     def _fresh_header(self, session_id: str | None, parent_session: str | None) -> tuple[dict[str, Any], str]:
         sid = session_id if session_id is not None else self.session_id_factory()
+        assert_valid_session_id(sid)  # a factory's output too: the id becomes part of a file name
         ts = self._now_iso()
         return E.session_header(sid, ts, self._cwd, parent_session), session_file_name(ts, sid)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .manager import SessionManager
 
-_MANAGER_OPTIONS = ("clock", "id_factory", "session_id_factory", "durability", "persist_leaf")
+_MANAGER_OPTIONS = ("clock", "id_factory", "session_id_factory", "durability", "persist_leaf", "stale_leaf")
 
 
 def _split_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -43,9 +43,8 @@ def _split_options(options: dict[str, Any]) -> dict[str, Any]:
 def _header(
     options: dict[str, Any], cwd: str, session_id: str | None, parent_session: str | None
 ) -> tuple[dict[str, Any], str]:
-    if session_id is not None:
-        assert_valid_session_id(session_id)
     sid = session_id if session_id is not None else options.get("session_id_factory", uuid7)()
+    assert_valid_session_id(sid)  # a factory's output too: an id is part of a file name
     ts = iso_from_ms(options.get("clock", now_ms)())
     return E.session_header(sid, ts, cwd, parent_session), session_file_name(ts, sid)
 
@@ -70,8 +69,8 @@ def create_session(
     if id is not None:
         assert_valid_session_id(id)  # before any directory is created
     cwd = resolve_cwd(cwd)
+    header, name = _header(opts, cwd, id, parent_session)  # validates the id before any directory exists
     directory = _session_dir(cwd, session_dir)
-    header, name = _header(opts, cwd, id, parent_session)
     store = JsonlStore.create(directory / name, header, durability=opts.get("durability", "flush"))
     return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
 
@@ -82,13 +81,14 @@ def _open_store(
     """Open ``path``; a missing or empty file becomes a new session whose header cwd is ``new_cwd``."""
     durability = opts.get("durability", "flush")
     cwd = new_cwd if new_cwd is not None else os.getcwd()
-    if not path.exists():
-        if read_only:
-            raise SessionNotFoundError(f"Session file not found: {path}", path=str(path))
-        header, _ = _header(opts, cwd, None, None)
-        return JsonlStore.create(path, header, durability=durability)
+    # No exists() check first: a missing file is a new session at that path (created, exclusively, with its
+    # first entry), so a process that loses a race to create it gets SessionLockedError at that write.
     store = JsonlStore.open(
-        path, read_only=read_only, durability=durability, id_factory=opts.get("id_factory", new_entry_id)
+        path,
+        read_only=read_only,
+        durability=durability,
+        id_factory=opts.get("id_factory", new_entry_id),
+        missing_ok=not read_only,
     )
     if store.header is None:
         header, _ = _header(opts, cwd, None, None)
@@ -106,24 +106,26 @@ def open_session(
     **options: Any,
 ) -> SessionManager:
     opts = _split_options(options)
-    file = Path(path).expanduser().resolve()
-    store = _open_store(file, opts, read_only=read_only, new_cwd=cwd_override)
+    # Not resolved here: the store resolves a symbolic link itself (and refuses to create through one).
+    store = _open_store(Path(path).expanduser().absolute(), opts, read_only=read_only, new_cwd=cwd_override)
     header_cwd = store.header.get("cwd") if store.header else None
     cwd = cwd_override or (header_cwd if isinstance(header_cwd, str) else None) or os.getcwd()
-    directory = Path(session_dir).expanduser().resolve() if session_dir is not None else file.parent
+    assert store.path is not None
+    directory = Path(session_dir).expanduser().resolve() if session_dir is not None else store.path.parent
     return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
 
 
 def load_into(manager: SessionManager, path: Path) -> None:
-    file = path.expanduser().resolve()
+    file = path.expanduser().absolute()
     opts = {
         "clock": manager.clock,
         "id_factory": manager.id_factory,
         "session_id_factory": manager.session_id_factory,
         "durability": manager.durability,
     }
-    # A missing or empty file starts a new session that keeps this manager's cwd (as pi does).
-    store = _open_store(file, opts, read_only=False, new_cwd=manager.get_cwd())
+    # A missing or empty file starts a new session that keeps this manager's cwd (as pi does). A read-only
+    # manager stays read-only: the new file is opened read-only too (never migrated, locked or created).
+    store = _open_store(file, opts, read_only=manager.store.read_only, new_cwd=manager.get_cwd())
     header_cwd = store.header.get("cwd") if store.header else None
     manager._replace_store(store, cwd=header_cwd if isinstance(header_cwd, str) else None)
 
@@ -186,8 +188,8 @@ def fork_from(
                 path=str(source),
             )
         cwd = resolve_cwd(target_cwd)
-        directory = _session_dir(cwd, session_dir)
         header, name = _header(opts, cwd, id, str(source))
+        directory = _session_dir(cwd, session_dir)
         migrated = any(p.kind == "migrated" for p in src.problems)
         lines: list[dict[str, Any] | bytes] = [
             src.entry_at(i) if migrated else src.raw_at(i) for i in range(len(src))
@@ -229,9 +231,8 @@ def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id
         kept_ids.add(entry_id)
         previous = entry_id
     parent_file = manager.get_session_file() if manager.is_persisted() else None
-    if session_id is not None:
-        assert_valid_session_id(session_id)
     sid = session_id if session_id is not None else manager.session_id_factory()
+    assert_valid_session_id(sid)
     ts = iso_from_ms(manager.clock())
     header = E.session_header(sid, ts, manager.get_cwd(), parent_file)
     used = set(kept_ids)

@@ -182,8 +182,27 @@ def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
-def _dt(ms: float) -> datetime:
+def _dt(ms: float | None) -> datetime | None:
+    """Epoch milliseconds as an aware datetime; ``None`` outside what a datetime can hold (or not finite)."""
+    if ms is None or not _FIRST_MS <= ms <= _LAST_MS:  # NaN fails both comparisons
+        return None
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+_FIRST_MS = (datetime(1, 1, 2, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1000
+_LAST_MS = (datetime(9999, 12, 30, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1000
+
+
+def _message_ms(value: Any) -> float | None:
+    """A message's numeric ``timestamp`` as epoch ms, or ``None`` (not a number, or out of any date range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and not -_INT_LIMIT < value < _INT_LIMIT:
+        return None  # float() would overflow on a few hundred digits
+    return float(value)
+
+
+_INT_LIMIT = 10**16
 
 
 def _text_of(content: Any, sep: str) -> str:
@@ -244,22 +263,16 @@ def build_session_info(path: Path) -> SessionInfo | None:
                 if role == "user" and first_message is None:
                     first_message = text
             ts = message.get("timestamp")
-            activity = (
-                float(ts)
-                if isinstance(ts, (int, float)) and not isinstance(ts, bool)
-                else parse_iso_ms(entry.get("timestamp"))
-            )
-            if activity is not None and (last_activity is None or activity > last_activity):
-                last_activity = activity
+            activity = _message_ms(ts)
+            if activity is None or _dt(activity) is None:
+                activity = parse_iso_ms(entry.get("timestamp"))
+            if activity is not None and _dt(activity) is not None:
+                last_activity = activity if last_activity is None else max(last_activity, activity)
         stat = path.stat()
-        created_ms = parse_iso_ms(header.get("timestamp"))
-        created = _dt(created_ms) if created_ms is not None else _dt(stat.st_mtime * 1000)
-        if last_activity is not None:
-            modified = _dt(last_activity)
-        elif created_ms is not None:
-            modified = created
-        else:
-            modified = _dt(stat.st_mtime * 1000)
+        mtime = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+        header_created = _dt(parse_iso_ms(header.get("timestamp")))
+        created = header_created or mtime
+        modified = _dt(last_activity) or header_created or mtime
         cwd = header.get("cwd")
         parent = header.get("parentSession")
         return SessionInfo(

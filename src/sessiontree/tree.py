@@ -250,7 +250,7 @@ class TreeIndex:
         return value
 
     def get_tree(self, labels: Mapping[str, tuple[str, str | None]] | None = None) -> list[TreeNode]:
-        """pi's ``getTree()``: a node per id (last copy wins), roots in file order, children by timestamp.
+        """pi's ``getTree()``: one node per id (the last copy wins), roots in file order, children by timestamp.
 
         ``labels`` maps an entry id to ``(label, labelTimestamp)``. Entries caught in a parent cycle are
         still listed: the cycle's first entry in file order becomes an extra root (a ``cycle`` problem).
@@ -307,7 +307,11 @@ class TreeIndex:
         return roots, nodes
 
     def _pi_tree(self) -> tuple[list[TreeNode], dict[str, TreeNode]]:
-        """pi's construction keyed by id (a duplicated id's node hangs under each copy's parent), cycle-safe."""
+        """pi's construction keyed by id, cycle-safe; a duplicated id is one node, placed by its last copy.
+
+        pi pushes a duplicated id's (single) node under the parent of every copy, so its tree holds the node
+        several times and any walk over it grows as 2^depth; here each id appears exactly once.
+        """
         store = self.store
         ids, parents = store.envelope_lists()
         nodes: dict[str, TreeNode] = {}
@@ -316,6 +320,8 @@ class TreeIndex:
         roots: list[TreeNode] = []
         for i, entry_id in enumerate(ids):
             node = nodes[entry_id]
+            if node.index != i:  # an earlier copy of a duplicated id: only the last copy is placed
+                continue
             parent = parents[i]
             holder = nodes.get(parent) if parent is not None and parent != entry_id else None
             if holder is None:

@@ -64,6 +64,32 @@ def flatten_tree(roots: list[Any]) -> dict[str, Any]:
     return {"roots": [r.entry.get("id") for r in roots], "nodes": nodes}
 
 
+def unique_id_tree(expected: dict[str, Any]) -> dict[str, Any]:
+    """pi's tree.json with each id listed once, under the parent of its last copy (sessiontree's tree).
+
+    pi hangs a duplicated id's single node under the parent of every copy, so its printed tree holds the
+    node (and everything below it) once per copy and grows as 2^depth; sessiontree places each id once, where
+    its last copy says (a deliberate difference; files without duplicate ids are unaffected).
+    """
+    by_id = {n["id"]: n for n in expected["nodes"]}
+
+    def placed(child: str, parent: str | None) -> bool:
+        own = by_id[child]["parentId"]
+        if parent is None:
+            return own is None or own == child or own not in by_id
+        return own == parent
+
+    children = {i: [c for c in n["children"] if placed(c, i)] for i, n in by_id.items()}
+    roots = list(dict.fromkeys(r for r in expected["roots"] if placed(r, None)))
+    nodes: list[dict[str, Any]] = []
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        node_id, depth = stack.pop()
+        nodes.append({**by_id[node_id], "depth": depth, "children": children[node_id]})
+        stack.extend((c, depth + 1) for c in reversed(children[node_id]))
+    return {"roots": roots, "nodes": nodes}
+
+
 def labels_of(manager: SessionManager) -> list[dict[str, Any]]:
     """labels.json's ``labels``: every entry with a label, in entry order, with its timestamp."""
     out = []

@@ -165,7 +165,7 @@ def check_cmd(
         return
     for problem in problems:  # each message already names the file and the line
         console.print(f"[yellow]{problem.kind}[/yellow] {escape(problem.message)}", soft_wrap=True)
-    damaged = [p for p in problems if p.kind not in ("migrated",)]
+    damaged = [p for p in problems if not p.is_note]
     if damaged:
         raise typer.Exit(1)
 

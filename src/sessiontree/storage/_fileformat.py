@@ -11,7 +11,7 @@ from .. import _json
 from ..errors import CorruptSessionError
 from .base import Problem
 
-__all__ = ["decode_for_migration", "find_header", "parse_header"]
+__all__ = ["decode_for_migration", "find_header", "header_problem", "parse_header"]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -30,27 +30,53 @@ def find_header(data: bytes) -> tuple[int, int, int] | None:
     return None
 
 
-def parse_header(data: bytes, where: str) -> tuple[dict[str, Any], int, int] | None:
-    """The header object, the offset after its line and its line number; raises on a damaged header."""
+_HEADER_START = b'{"type":"session"'
+
+
+def header_problem(header: Any) -> str | None:
+    """Why a decoded first line is not a usable session header, or ``None`` when it is one.
+
+    A ``version`` must be absent (a v1 file) or a JSON number: pi compares it as a JavaScript number, so a
+    string or ``null`` there would have it rewrite the file on every open without ever migrating it.
+    """
+    if not isinstance(header, dict) or header.get("type") != "session":
+        return "first line is not a valid session header"
+    if not isinstance(header.get("id"), str):
+        return "first line is not a valid session header (its id is not a string)"
+    if "version" in header:
+        version = header["version"]
+        if isinstance(version, bool) or not isinstance(version, (int, float)):
+            return f"unsupported session version {_json.dumps(version)[:40]} (a version must be a number)"
+    return None
+
+
+def parse_header(data: bytes, where: str) -> tuple[dict[str, Any], int, int] | int | None:
+    """The header object, the offset after its line and its line number; raises on a damaged header.
+
+    ``None`` when there is no non-blank line. An ``int`` (the header's line number) when the only content is
+    the start of a header line without its newline: a crash during the very first write, which is a torn
+    tail of an empty session rather than damage.
+    """
     found = find_header(data)
     if found is None:
         return None
     start, stop, line_no = found
+    line = data[start:stop]
     try:
-        header = _json.loads(data[start:stop])
+        header = _json.loads(line)
     except ValueError:
         header = None
-    if (
-        not isinstance(header, dict)
-        or header.get("type") != "session"
-        or not isinstance(header.get("id"), str)
-    ):
+        if stop == len(data) and (line.startswith(_HEADER_START) or _HEADER_START.startswith(line)):
+            return line_no
+    problem = header_problem(header)
+    if problem is not None:
         raise CorruptSessionError(
-            f"{where}: line {line_no}: first line is not a valid session header "
+            f"{where}: line {line_no}: {problem} "
             "(the file is left unchanged; `sessiontree check --repair` can recover its entries)",
             path=where,
             line=line_no,
         )
+    assert isinstance(header, dict)
     return header, stop, line_no
 
 

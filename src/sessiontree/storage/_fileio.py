@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 from ..errors import StorageError
@@ -19,7 +20,10 @@ __all__ = [
     "ensure_dir",
     "first_free",
     "fsync_dir",
+    "open_regular",
     "read_all",
+    "require_safe_dir",
+    "unsafe_dir_reason",
     "write_all",
     "write_new_file",
 ]
@@ -59,6 +63,70 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+    """Open ``path`` without blocking and return the descriptor, refusing anything but a regular file.
+
+    ``O_NONBLOCK`` keeps a FIFO (or a device) named like a session from hanging the open; it has no effect
+    on regular files. Raises ``FileNotFoundError`` for a missing path and ``StorageError`` otherwise.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | _CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot open: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise StorageError(f"{path}: cannot stat: {exc.strerror or exc}", path=str(path)) from exc
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StorageError(f"{path}: not a regular file ({_kind_of(mode)})", path=str(path))
+    os.set_blocking(fd, True)  # a regular file: the flag only mattered for the open itself
+    return fd
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def unsafe_dir_reason(directory: Path) -> str | None:
+    """Why writing session files in ``directory`` is unsafe, as ssh judges its own files, or ``None``.
+
+    Unsafe: writable by every user without the sticky bit (anyone could swap our files), or owned by another
+    (non-root) user and writable by group or others.
+    """
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None  # missing: it is created 0700 by us
+    sticky = bool(st.st_mode & stat.S_ISVTX)
+    if st.st_mode & stat.S_IWOTH and not sticky:
+        return f"it is writable by every user (mode {stat.S_IMODE(st.st_mode):o})"
+    if st.st_uid not in (os.geteuid(), 0) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"it belongs to another user (uid {st.st_uid}) and others can write to it"
+    return None
+
+
+def require_safe_dir(directory: Path) -> None:
+    """Raise ``StorageError`` unless ``directory`` is safe to write session files in."""
+    reason = unsafe_dir_reason(directory)
+    if reason is not None:
+        raise StorageError(
+            f"{directory}: refusing to write session files in this directory: {reason}", path=str(directory)
+        )
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write ``data`` with one ``os.write`` (continuing only if the kernel wrote less)."""
     view = memoryview(data)
@@ -68,18 +136,20 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def read_all(path: Path) -> bytes:
-    """The whole file as bytes."""
-    with open(path, "rb") as handle:
+    """The whole (regular) file as bytes."""
+    with os.fdopen(open_regular(path), "rb") as handle:
         return handle.read()
 
 
 def create_exclusive(path: Path) -> int:
-    """Create ``path`` (0600, parents 0700) exclusively and return an ``O_APPEND`` write descriptor."""
+    """Create ``path`` (0600, parents 0700) exclusively and return an ``O_APPEND`` write descriptor.
+
+    Raises ``FileExistsError`` when anything is at ``path`` already (a symbolic link too, dangling or not:
+    ``O_EXCL`` never follows one), so a file is never created through a link.
+    """
     ensure_dir(path.parent)
-    try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC, FILE_MODE)
-    except FileExistsError as exc:
-        raise StorageError(f"{path}: already exists", path=str(path)) from exc
+    require_safe_dir(path.parent)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC, FILE_MODE)
 
 
 def first_free(base: Path, suffix: str) -> Path:
@@ -94,6 +164,7 @@ def first_free(base: Path, suffix: str) -> Path:
 
 def write_new_file(path: Path, data: bytes) -> None:
     """Write ``data`` to a new file ``path`` (0600, must not exist) and fsync it."""
+    require_safe_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, FILE_MODE)
     try:
         write_all(fd, data)
@@ -123,6 +194,7 @@ def atomic_replace(
     returned for further appends (the caller owns it).
     """
     ensure_dir(path.parent)
+    require_safe_dir(path.parent)
     temp, fd = _temp_file(path.parent, path.name)
     try:
         if keep_open:

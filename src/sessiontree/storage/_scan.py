@@ -8,17 +8,20 @@ starts like an entry). Measured on generated 100k-entry files (58-67 MB), each r
 of every line, dicts discarded at once, costs 1.8-3.2x the floor, because it builds every nested object.
 ``msgspec.json.Decoder(<4-field Struct>).decode_lines`` over a 4 MiB chunk checks the well-formedness of
 every byte the same way (truncated, glued and garbage lines are rejected) but materializes only the four
-envelope fields: 0.8-0.9x the floor. So a chunk goes through msgspec first; a chunk it rejects (a bad line,
-blank lines, an odd envelope, a second header) is re-scanned line by line, and a line msgspec rejects gets a
-second chance with ``orjson`` and then ``_json.loads`` (the stdlib), because JavaScript's ``JSON.parse`` also
-accepts lone-surrogate escapes and out-of-range numbers. Line offsets come from a ``bytes.find`` loop (about
-half the cost of splitting into objects). Without msgspec installed, every line goes through ``orjson``
-(sound, 2-3x slower). The store's whole open lands at 1.6-2.9x the floor with msgspec.
+envelope fields: 0.8-0.9x the floor. ``decode_lines`` reads a stream of values rather than lines, so a
+chunk is only taken whole when every line starts with ``{`` and ends with ``}`` (byte counts in C) and it
+yields exactly one value per line: then value ``k`` is line ``k``. A chunk that fails any check (a bad or
+glued line, blank lines, an odd envelope, a second header) is re-scanned line by line, and a line msgspec
+rejects gets a second chance with ``_json.loads`` (orjson, then the stdlib), the decoder entries are read
+with later, because JavaScript's ``JSON.parse`` also accepts lone-surrogate escapes and out-of-range
+numbers. Line offsets come from a ``bytes.find`` loop (about half the cost of splitting into objects).
+Without msgspec installed, every line goes through ``orjson`` (sound, 2-3x slower). The store's whole open lands at 1.6-2.9x the floor with msgspec.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -26,8 +29,6 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, attrgetter
 from typing import Any
-
-import orjson
 
 from .. import _json
 from .base import Problem
@@ -59,6 +60,7 @@ except ImportError:  # pragma: no cover
 __all__ = ["CHUNK_BYTES", "Chunk", "ScanResult", "memory_chunks", "reader_chunks", "scan", "use_msgspec"]
 
 CHUNK_BYTES = 1 << 22
+_REJECTED: tuple[type[BaseException], ...] = (*_DECODE_ERRORS, RecursionError)  # msgspec recurses per level
 _GET_TYPE, _GET_ID = attrgetter("type"), attrgetter("id")
 _GET_PARENT, _GET_TIMESTAMP = attrgetter("parentId"), attrgetter("timestamp")
 _USE_MSGSPEC = _DECODER is not None
@@ -219,15 +221,34 @@ def _newlines(buf: bytes, pos: int, stop: int) -> list[int]:
     return found
 
 
+def _one_object_per_line(buf: bytes, pos: int, stop: int, newlines: int, count: int) -> bool:
+    """Whether every line of ``buf[pos:stop]`` starts with ``{`` and ends with ``}`` (before an optional ``\r``).
+
+    ``decode_lines`` reads a stream of values, not lines: a line holding two glued objects and a blank line
+    elsewhere give as many values as lines, and an object may span lines. When every line starts with ``{``
+    and ends with ``}`` neither can happen (a string cannot hold a raw newline, and after a ``}`` that leaves
+    a value open JSON allows only ``,``, ``]`` or ``}``, never ``{``), so value ``k`` is line ``k`` exactly
+    when the counts agree. Byte counts in C: a small fraction of the decode itself.
+    """
+    if buf[pos] != 0x7B or buf.count(b"\n{", pos, stop) != count - 1:
+        return False
+    closed = buf.count(b"}\n", pos, stop) + buf.count(b"}\r\n", pos, stop)
+    if count == newlines:  # the chunk ends with a newline
+        return closed == newlines
+    return closed == newlines and (buf[stop - 1] == 0x7D or buf[stop - 2 : stop] == b"}\r")
+
+
 def _fast_chunk(
     buf: bytes, pos: int, stop: int, base: int, newlines: list[int], count: int, line_no: int, out: ScanResult
 ) -> bool:
     """Validate and index a whole chunk in C; ``False`` when anything needs the line-by-line path."""
+    if not _one_object_per_line(buf, pos, stop, len(newlines), count):
+        return False
     try:
         envs = _CHUNK_DECODER.decode_lines(memoryview(buf)[pos:stop])
-    except _DECODE_ERRORS:
+    except _REJECTED:
         return False
-    if len(envs) != count:  # blank lines were skipped
+    if len(envs) != count:  # two values glued on one line
         return False
     types = list(map(_GET_TYPE, envs))
     ids = list(map(_GET_ID, envs))
@@ -260,19 +281,30 @@ def _envelope(line: bytes) -> tuple[bool, Any, Any, Any, Any]:
         try:
             env = _DECODER.decode(line)
             return True, env.type, env.id, env.parentId, env.timestamp
-        except _DECODE_ERRORS:
+        except _REJECTED:
             pass
     value: Any
     try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        try:
-            value = _json.loads(line)
-        except ValueError:
-            return False, None, None, None, None
+        value = _json.loads(
+            line
+        )  # the decoder entries are read with later: its verdict is the one that counts
+    except ValueError:
+        return False, None, None, None, None
     if not isinstance(value, dict):
         return True, None, None, None, None
     return True, value.get("type"), value.get("id"), value.get("parentId"), value.get("timestamp")
+
+
+def _why_not_json(line: bytes) -> str:
+    """Why a line is not one JSON value, naming the glued-writes case (a torn write, then an append)."""
+    try:
+        _, end = json.JSONDecoder().raw_decode(line.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return "not valid JSON"
+    return (
+        f"not valid JSON (a complete object ends at column {end + 1} and another value follows it: "
+        "two writes glued on one line, as after a torn write)"
+    )
 
 
 def _slow_chunk(lines: list[bytes], base: int, line_no: int, out: ScanResult, state: _State) -> None:
@@ -293,7 +325,7 @@ def _slow_chunk(lines: list[bytes], base: int, line_no: int, out: ScanResult, st
             continue
         parses, kind, entry_id, parent, stamp = _envelope(line)
         if not parses:
-            problem = bad(n, "not valid JSON")
+            problem = bad(n, _why_not_json(line))
             out.problems.append(problem)
             state.last_bad = (n, start, problem)
             continue

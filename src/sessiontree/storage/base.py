@@ -19,7 +19,18 @@ from typing import Any, Literal
 from .. import _json
 from ..errors import CorruptSessionError, SessionError
 
-__all__ = ["DURABILITY_MODES", "Durability", "EntryStore", "IndexedStore", "Problem", "check_envelope"]
+__all__ = [
+    "DURABILITY_MODES",
+    "NOTE_KINDS",
+    "Durability",
+    "EntryStore",
+    "IndexedStore",
+    "Problem",
+    "check_envelope",
+]
+
+NOTE_KINDS = frozenset({"migrated", "symlink", "changed_on_disk", "stale_leaf", "torn_tail_moved"})
+"""Problem kinds that describe what sessiontree did or noticed rather than damage in the file."""
 
 Durability = Literal["flush", "fsync", "batch"]
 DURABILITY_MODES: tuple[str, ...] = ("flush", "fsync", "batch")
@@ -31,7 +42,8 @@ class Problem:
 
     ``kind`` is one of ``bad_header``, ``bad_line``, ``torn_tail``, ``torn_tail_moved``, ``missing_newline``,
     ``blank_lines``, ``extra_header``, ``duplicate_id``, ``dangling_parent``, ``cycle``, ``migrated``,
-    ``changed_on_disk`` (back ends and the manager may add their own). ``line`` is the 1-based physical line
+    ``changed_on_disk``, ``symlink``, ``stale_leaf`` (back ends and the manager may add their own; the kinds
+    in ``NOTE_KINDS`` are notes, not damage). ``line`` is the 1-based physical line
     number in the file (``None`` when it does not apply); ``message`` names the file and the line.
     """
 
@@ -39,6 +51,11 @@ class Problem:
     line: int | None
     message: str
     entry_id: str | None = None
+
+    @property
+    def is_note(self) -> bool:
+        """Whether this records something done or noticed (a migration, a link followed), not damage."""
+        return self.kind in NOTE_KINDS
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``entryId`` omitted when unknown)."""
@@ -120,6 +137,14 @@ class EntryStore(ABC):
     @abstractmethod
     def append(self, entry: Mapping[str, Any]) -> None:
         """Persist one entry (according to the durability setting) and add it to the index."""
+
+    def prepare_write(self) -> None:  # noqa: B027 - an optional hook: stores that need nothing keep the no-op
+        """Take the writer role now (the lock, a clean file end) so a caller can look before it appends.
+
+        If the file changed on disk since it was indexed, it is indexed again first (``generation`` moves
+        on), so what the caller reads next is what its entry will follow. Raises ``SessionLockedError`` when
+        another writer holds the session; a no-op for stores that need nothing.
+        """
 
     @abstractmethod
     def set_header(self, header: Mapping[str, Any]) -> None:

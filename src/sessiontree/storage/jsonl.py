@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _json
-from ..errors import SessionError, SessionNotFoundError, StorageError
+from ..errors import SessionError, SessionLockedError, SessionNotFoundError, StorageError
 from ..ids import new_entry_id
 from . import _fileio, lock
 from ._encode import encode_entry
@@ -23,11 +23,29 @@ from ._scan import memory_chunks, reader_chunks, scan
 from .base import DURABILITY_MODES, Durability, IndexedStore, Problem, check_envelope
 from .migrate import migrate_entries, needs_migration, session_version
 
-__all__ = ["JsonlStore"]
+__all__ = ["JsonlStore", "resolve_path"]
 
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _HEAD_BYTES = 1 << 16
 Reader = Callable[[int, int], bytes]
+
+
+def _exists_error(path: Path, *, racing: bool = False) -> SessionError:
+    """The error for creating a session where something exists: a lock error when a writer holds it."""
+    if os.path.islink(path):
+        return StorageError(
+            f"{path}: a symbolic link is in the way; sessiontree never creates a file through one",
+            path=str(path),
+        )
+    if racing or lock.is_locked(path):
+        return SessionLockedError(
+            f"{path} was created by another writer first (it holds the session now)", path=str(path)
+        )
+    return StorageError(f"{path}: already exists", path=str(path))
+
+
+def resolve_path(path: Path) -> Path:
+    """``path`` made absolute with every symbolic link resolved (a dangling link gives its target's path)."""
+    return Path(os.path.realpath(path.expanduser()))
 
 
 def _read_head(read: Reader, size: int) -> bytes:
@@ -93,21 +111,33 @@ class JsonlStore(IndexedStore):
         session at that path), ``CorruptSessionError`` for a damaged header (the file is not modified).
         ``id_factory`` gives the ids of a v1 migration.
         """
-        store = cls(Path(path), read_only=read_only, durability=durability, id_factory=id_factory)
+        given = Path(path)
+        # Symbolic links are resolved once, here: every later read, append, rewrite and file set aside
+        # (backups, torn tails) uses the target's path, and a ``symlink`` note says so.
+        store = cls(resolve_path(given), read_only=read_only, durability=durability, id_factory=id_factory)
         try:
-            fd = os.open(store._path, os.O_RDONLY | _CLOEXEC)
+            fd = _fileio.open_regular(store._path)
         except FileNotFoundError as exc:
+            if os.path.islink(given):
+                raise StorageError(
+                    f"{given} is a symbolic link to {os.readlink(given)}, which does not exist; sessiontree "
+                    "never creates a file through a symbolic link",
+                    path=str(given),
+                ) from exc
             if missing_ok:
                 return store
             raise SessionNotFoundError(f"Session file not found: {path}", path=str(path)) from exc
-        except OSError as exc:
-            raise StorageError(f"{path}: {exc.strerror or exc}", path=str(path)) from exc
         store._rfd = fd
         st = os.fstat(fd)
-        if not os.path.isfile(store._path):
-            store.close()
-            raise StorageError(f"{path}: not a regular file", path=str(path))
         store._exists = True
+        if os.path.islink(given):
+            store.problems.append(
+                Problem(
+                    "symlink",
+                    None,
+                    f"{given} is a symbolic link; sessiontree reads and writes its target {store._path}",
+                )
+            )
         store._load(store._pread, st.st_size, (st.st_dev, st.st_ino, st.st_size), allow_migration=True)
         return store
 
@@ -118,7 +148,7 @@ class JsonlStore(IndexedStore):
         """A new session at ``path``; nothing is written until the first ``append`` (header + entry)."""
         store = cls(Path(path), durability=durability)
         if os.path.lexists(store._path):
-            raise StorageError(f"{path}: already exists", path=str(path))
+            raise _exists_error(store._path)
         store.set_header(header)
         return store
 
@@ -183,11 +213,23 @@ class JsonlStore(IndexedStore):
         self._torn = None
         self._clear_on_first_write = False
         self._starts, self._ends, self._lines = array("q"), array("q"), array("q")
-        if parsed is None:  # empty or whitespace-only: a new session at this path
+        if parsed is None or isinstance(parsed, int):  # no header yet: a new session at this path
             self.header = None
             self._header_written = False
-            self._clear_on_first_write = size > 0
             self._next_line, self._needs_newline = 1, False
+            if isinstance(parsed, int):  # the first write was torn inside the header line
+                self._torn = (0, parsed)
+                self.problems.append(
+                    Problem(
+                        "torn_tail",
+                        parsed,
+                        f"{where}: line {parsed}: the file holds only the start of a session header (the "
+                        "first write was torn); it is a new session: the bytes are moved to a '.torn-<n>' "
+                        "file at the first write",
+                    )
+                )
+            else:
+                self._clear_on_first_write = size > 0  # whitespace only: nothing to keep
             return
         header, header_end, header_line = parsed
         if needs_migration(header):
@@ -227,12 +269,14 @@ class JsonlStore(IndexedStore):
         path = self._path
         old_fd: int | None = None
         if not self.read_only:
-            old_fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+            old_fd = _fileio.open_regular(path)
             try:
                 lock.acquire(old_fd, path)
                 data = _fileio.read_all(path)  # the content as it is now that we hold the lock
                 parsed = parse_header(data, where)
-                if parsed is None or not needs_migration(parsed[0]):  # emptied or migrated meanwhile
+                if not isinstance(parsed, tuple) or not needs_migration(
+                    parsed[0]
+                ):  # emptied or migrated meanwhile
                     st = os.fstat(old_fd)
                     self._drop_reader()
                     self._load_memory(data, (st.st_dev, st.st_ino, st.st_size), keep=False)
@@ -298,7 +342,7 @@ class JsonlStore(IndexedStore):
         with self._lock:
             if self._rfd is not None:
                 return self._rfd
-            fd = os.open(self._path, os.O_RDONLY | _CLOEXEC)
+            fd = _fileio.open_regular(self._path)
             st = os.fstat(fd)
             if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
                 os.close(fd)
@@ -366,6 +410,10 @@ class JsonlStore(IndexedStore):
         with self._lock:
             self.header = self._check_new_header(header)
 
+    def prepare_write(self) -> None:
+        with self._lock:
+            self._begin_write()
+
     def _begin_write(self) -> None:
         """Take the lock at the first write and bring the file into a clean, appendable state."""
         if self._closed:
@@ -378,12 +426,11 @@ class JsonlStore(IndexedStore):
             )
         if self._fd is not None or not self._exists:
             return
+        _fileio.require_safe_dir(self._path.parent)
         try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | _CLOEXEC)
-        except OSError as exc:
-            raise StorageError(
-                f"{self.path}: cannot open for writing: {exc.strerror or exc}", path=str(self.path)
-            ) from exc
+            fd = _fileio.open_regular(self._path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError as exc:
+            raise StorageError(f"{self.path}: the file was removed while open", path=str(self.path)) from exc
         try:
             lock.acquire(fd, self._path)
             st = os.fstat(fd)
@@ -445,7 +492,10 @@ class JsonlStore(IndexedStore):
         """Write ``prefix + line + \\n`` in one write; returns the offset where ``line`` starts."""
         path = self._path
         if creating:
-            new_fd = _fileio.create_exclusive(path)
+            try:
+                new_fd = _fileio.create_exclusive(path)
+            except FileExistsError as exc:  # something appeared at the path between our open and now
+                raise _exists_error(path, racing=True) from exc
             try:
                 lock.acquire(new_fd, path)
             except BaseException:

@@ -37,7 +37,7 @@ def release(fd: int) -> None:
 def is_locked(path: Path | str) -> bool:
     """Whether some writer currently holds ``path``'s lock (``False`` when the file does not exist)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # never wait on a FIFO
     except FileNotFoundError:
         return False
     try:

@@ -23,8 +23,13 @@ def _js_number(value: Any) -> float:
         return 0.0
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # beyond the largest double: JavaScript reads it as +/-Infinity
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         text = value.strip()
         if not text:

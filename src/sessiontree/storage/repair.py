@@ -18,12 +18,11 @@ from ..errors import CorruptSessionError
 from . import _fileio, lock
 from ._fileformat import find_header
 from .base import Problem
-from .jsonl import JsonlStore
+from .jsonl import JsonlStore, resolve_path
 
 __all__ = ["RepairReport", "check_session_file", "repair_session_file"]
 
 _REWRITE_KINDS = frozenset({"bad_line", "extra_header", "bad_parent"})
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(slots=True)
@@ -111,7 +110,7 @@ def repair_session_file(
     headers: the same rewrite with the original header. A torn last line only: moved to ``<file>.torn-<n>``
     and cut. A missing final newline: written. A v1/v2 file is migrated first (backup ``.v<N>.bak``).
     """
-    file = Path(path)
+    file = resolve_path(Path(path))  # a link is resolved once, as at open: the target is what gets repaired
     report = RepairReport(file)
     try:
         with JsonlStore.open(file, read_only=True) as probe:
@@ -122,7 +121,7 @@ def repair_session_file(
         with JsonlStore.open(file) as upgraded:
             note = next(p.message for p in upgraded.problems if p.kind == "migrated")
             report.actions.append(f"migrated to version 3: {note}")
-    fd = os.open(file, os.O_RDWR | os.O_APPEND | _CLOEXEC)
+    fd = _fileio.open_regular(file, os.O_RDWR | os.O_APPEND)
     try:
         lock.acquire(fd, file)
         data = _fileio.read_all(file)
