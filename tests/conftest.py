@@ -59,3 +59,11 @@ def copy_input(tmp_path: Path):  # type: ignore[no-untyped-def]
         return target
 
     return _copy
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the seeds and counts of the fuzz runs, so any run can be replayed."""
+    from tests.property.test_store_fuzz import FUZZ_RUNS
+
+    for line in FUZZ_RUNS:
+        terminalreporter.write_line(line)
