@@ -532,7 +532,15 @@ def default_items(message: dict[str, Any]) -> list[Item]:
     converted = convert_message(message)
     if converted is None:
         return []
-    return [{"role": "user", "content": _plain_content(converted.get("content"))}]
+    content = converted.get("content")
+    if (
+        role != "user"
+        and isinstance(content, list)
+        and len(content) == 1
+        and content[0].get("type") == "text"
+    ):
+        return [{"role": "user", "content": content[0].get("text", "")}]  # summaries, shell runs: one text
+    return [{"role": "user", "content": _plain_content(content)}]
 
 
 def message_items(message: dict[str, Any]) -> list[Item]:
