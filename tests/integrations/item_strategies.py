@@ -7,10 +7,10 @@ annotations fall back to arbitrary JSON values: the mapping must be lossless for
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
-import json
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
 from hypothesis import strategies as st
