@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from agents import Agent, Runner, SQLiteSession, function_tool
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import Usage
 from typer.testing import CliRunner
 
 from sessiontree import SessionManager
@@ -21,6 +22,7 @@ from sessiontree._json import dumps_bytes, loads
 from sessiontree.cli import app
 from sessiontree.compaction import CompactionSettings
 from sessiontree.integrations.openai_agents import TreeSession
+from sessiontree.llm import estimate_context_tokens
 
 pytestmark = pytest.mark.anyio
 
@@ -191,4 +193,19 @@ async def test_the_runner_compacts_when_the_context_window_fills(tmp_path: Path)
     assert last[0]["content"].startswith("The conversation history before this point was compacted")
     assert last[1:] == uncompacted[-(len(last) - 1) :]  # then the most recent items, as the SDK has them
     assert len(json.dumps(last)) < len(json.dumps(uncompacted))
+    session.close()
+
+
+async def test_a_measured_reply_stores_its_usage(tmp_path: Path) -> None:
+    session = TreeSession.open(tmp_path / "agents.jsonl", model="gpt-test")
+    usage = Usage(requests=1, input_tokens=120, output_tokens=7, total_tokens=127)
+    await run_turns(session, ["hi"], [ModelStep(output=[assistant_message("hello")], usage=usage)])
+    reply = session.manager.get_entries()[-1]["message"]
+    assert reply["model"] == "gpt-test"
+    assert (
+        reply["usage"]["input"] == 120
+        and reply["usage"]["output"] == 7
+        and reply["usage"]["totalTokens"] == 127
+    )
+    assert estimate_context_tokens(session.manager.build_session_context().messages).tokens == 127
     session.close()
