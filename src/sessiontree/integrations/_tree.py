@@ -213,16 +213,16 @@ class TreeCore(Generic[T]):
             lock = self._locks[loop] = asyncio.Lock()
         return lock
 
+    def run_now(self, fn: Callable[[], R]) -> R:
+        """Run ``fn`` as one transaction, in this thread (for synchronous callers)."""
+        with self.manager.transaction():
+            return fn()
+
     async def run(self, fn: Callable[[], R]) -> R:
         """Run ``fn`` as one transaction: in a worker thread when the store can wait on a network."""
-
-        def call() -> R:
-            with self.manager.transaction():
-                return fn()
-
         if self.manager.store.remote:
-            return await anyio.to_thread.run_sync(call)
-        return call()
+            return await anyio.to_thread.run_sync(self.run_now, fn)
+        return self.run_now(fn)
 
     # ------------------------------------------------------------------ reading
     def path(self, cursor: str | None) -> Sequence[Entry]:
