@@ -6,6 +6,7 @@ own SQLiteSession for the same script; the session file is then read by the CLI 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -208,4 +209,31 @@ async def test_a_measured_reply_stores_its_usage(tmp_path: Path) -> None:
         and reply["usage"]["totalTokens"] == 127
     )
     assert estimate_context_tokens(session.manager.build_session_context().messages).tokens == 127
+    session.close()
+
+
+async def test_runs_choose_their_branch_from_the_run_context(tmp_path: Path) -> None:
+    def branch_for_run(wrapper: Any) -> str | None:
+        return wrapper.context.get("continue_from") if isinstance(wrapper.context, dict) else None
+
+    session = TreeSession.open(tmp_path / "agents.jsonl", branch_for_run=branch_for_run)
+    await run_turns(
+        session, ["first", "second"], [[assistant_message("answer 1")], [assistant_message("answer 2")]]
+    )
+    turns = await session.list_turns()
+    fork = session.manager.get_entry(turns[1][0])
+    assert fork is not None
+
+    async def rerun(prompt: str) -> ScriptedModel:
+        model = ScriptedModel([[assistant_message(f"re: {prompt}")]])
+        agent = Agent(name="assistant", instructions="Be brief.", model=model)
+        await Runner.run(agent, prompt, session=session, context={"continue_from": fork["parentId"]})
+        return model
+
+    left, right = await asyncio.gather(rerun("second, take two"), rerun("second, take three"))
+    assert texts(left.calls[0].input) == ["first", "answer 1", "second, take two"]
+    assert texts(right.calls[0].input) == ["first", "answer 1", "second, take three"]
+    children = session.manager.get_children(fork["parentId"])
+    assert len(children) == 3  # the original second turn and the two new branches
+    assert texts(await session.get_items())[-1] in ("re: second, take two", "re: second, take three")
     session.close()
