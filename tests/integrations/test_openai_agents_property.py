@@ -17,6 +17,18 @@ from sessiontree.integrations.openai_agents import TreeSession
 from tests.integrations.conftest import Backend
 from tests.integrations.item_strategies import batches
 
+
+def _scribble(value: Any) -> None:
+    if isinstance(value, dict):
+        for key in list(value):
+            _scribble(value[key])
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+
+
 EXAMPLES = int(os.environ.get("SESSIONTREE_PROPERTY_EXAMPLES", "40"))
 
 
@@ -29,6 +41,9 @@ def test_items_round_trip_through_the_tree(backend: Backend, calls: list[list[An
         session = TreeSession(backend.new())
         for call in calls:
             await session.add_items(call)
+        got = await session.get_items()
+        assert got == added
+        _scribble(got)  # the caller owns what it gets: the session is unchanged
         assert await session.get_items() == added
         assert await session.get_items(limit) == added[-limit:]
         again = TreeSession(backend.reopen(session.manager))

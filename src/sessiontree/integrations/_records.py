@@ -1,13 +1,18 @@
 """The two shapes the adapters trade with the tree: what to append (``Record``) and what a branch holds
-(``Source``). Plain data, shared by the framework mappings and the tree operations; no logic here.
+(``Source``), and the copy that keeps callers' data apart from stored entries. No session access here.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-__all__ = ["Record", "Source"]
+import orjson
+
+__all__ = ["Record", "Source", "copy_json"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +39,11 @@ class Source:
     payload: dict[str, Any]
     entry_id: str | None
     kept: bool = False
+
+
+def copy_json(value: T) -> T:
+    """A deep copy of JSON data (orjson round trip; ``copy.deepcopy`` for what orjson rejects)."""
+    try:
+        return orjson.loads(orjson.dumps(value))  # type: ignore[no-any-return]
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(value)

@@ -13,7 +13,6 @@ pi keeps custom entries and never sends them to a model.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
-import orjson
 
 from .._json import UNDEFINED
 from ..compaction import (
@@ -57,7 +55,6 @@ __all__ = [
     "Branch",
     "Codec",
     "TreeCore",
-    "copy_json",
     "resolve_summarizer",
     "turn_text",
 ]
@@ -70,14 +67,6 @@ R = TypeVar("R")
 
 MOVE_CUSTOM_TYPE = "sessiontree.move"
 """``customType`` of the entry that records a leaf move (``data``: ``{"op": ...}``)."""
-
-
-def copy_json(value: T) -> T:
-    """A deep copy of JSON-shaped data (orjson round trip; ``copy.deepcopy`` for what orjson rejects)."""
-    try:
-        return orjson.loads(orjson.dumps(value))  # type: ignore[no-any-return]
-    except (TypeError, orjson.JSONEncodeError):
-        return copy.deepcopy(value)
 
 
 def resolve_summarizer(summarizer: Summarizer | Model | None) -> Summarizer:

@@ -32,8 +32,8 @@ from ...compaction import (
 from ...llm.types import Model
 from ...manager import SessionManager
 from .._open import _open_manager
-from .._records import Record, Source
-from .._tree import TreeCore, copy_json
+from .._records import Record, Source, copy_json
+from .._tree import TreeCore
 from .mapping import MESSAGE_CUSTOM_TYPE, Mismatch, default_message, message_of, message_to_record
 
 __all__ = ["TreeChatMessageHistory"]

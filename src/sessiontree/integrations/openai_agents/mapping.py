@@ -31,10 +31,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import orjson
+
 from ..._json import dumps, loads
 from ...llm.convert import convert_message
 from ...messages import Usage, assistant_message, custom_message, tool_result_message, user_message
-from .._records import Record
+from .._records import Record, copy_json
 
 __all__ = [
     "API",
@@ -76,6 +78,21 @@ def instruction_custom_type(role: str) -> str:
 
 
 _INSTRUCTION_TYPES = {instruction_custom_type(role): role for role in _INSTRUCTION_ROLES}
+
+
+def _compact(value: Any) -> str | None:
+    """Compact JSON text (orjson: fast; None for what it cannot encode). Arguments are only left to it when
+    it and the JavaScript encoder agree, so the text comes back whatever the store did to the numbers."""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
+def _arguments_text(arguments: Any) -> str:
+    value = arguments if arguments is not None else {}
+    text = _compact(value)
+    return text if text is not None else dumps(value)
 
 
 def _without(item: Item, *keys: str) -> Item:
@@ -279,7 +296,7 @@ def _assistant_side(item: Item) -> tuple[list[Block], Item]:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
         block = {"type": "toolCall", "id": item["call_id"], "name": item["name"], "arguments": arguments}
-        exact = isinstance(parsed, dict) and dumps(parsed) == raw
+        exact = isinstance(parsed, dict) and _compact(parsed) == raw and dumps(parsed) == raw
         residual = _without(item, "call_id", "name", *(("arguments",) if exact else ()))
         return [block], residual
     content = item["content"]
@@ -408,7 +425,9 @@ def _restore_assistant_side(residual: Item, blocks: _Blocks) -> Item:
         return item
     if kind == "function_call":
         call = blocks.take("toolCall")
-        arguments = residual["arguments"] if "arguments" in residual else dumps(call.get("arguments") or {})
+        arguments = (
+            residual["arguments"] if "arguments" in residual else _arguments_text(call.get("arguments"))
+        )
         return {**residual, "call_id": call.get("id"), "name": call.get("name"), "arguments": arguments}
     if residual.get("role") != "assistant":
         raise Mismatch("residual is not an assistant-side item")
@@ -544,8 +563,9 @@ def default_items(message: dict[str, Any]) -> list[Item]:
 
 
 def message_items(message: dict[str, Any]) -> list[Item]:
-    """The items a stored pi runtime message stands for; raises ``Mismatch`` for residuals that do not fit."""
+    """The items a stored pi runtime message stands for, sharing no list or object with it (strings aside);
+    raises ``Mismatch`` for residuals that do not fit."""
     residuals = message.get(EXTRA_KEY)
     if residuals is None:
         return default_items(message)
-    return _restore(message, residuals)
+    return _restore(message, copy_json(residuals))

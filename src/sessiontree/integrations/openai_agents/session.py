@@ -11,7 +11,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 try:
     from agents.memory import SessionSettings
@@ -36,8 +36,8 @@ from ...llm.types import Model
 from ...manager import SessionManager
 from ...messages import Usage
 from .._open import _open_manager
-from .._records import Record, Source
-from .._tree import TreeCore, copy_json
+from .._records import Record, Source, copy_json
+from .._tree import TreeCore
 from .mapping import (
     API,
     ITEM_CUSTOM_TYPE,
@@ -69,8 +69,7 @@ class _Codec:
 
     def items_of(self, source: Source) -> list[Item]:
         if source.kind == "custom":
-            data: Item = source.payload.get("data")  # type: ignore[assignment]
-            return [data]
+            return [cast(Item, copy_json(source.payload.get("data")))]
         try:
             return message_items(source.payload)
         except Mismatch as error:
@@ -194,8 +193,7 @@ class TreeSession:
         core = self._core
         async with core.lock():
             cursor = self._cursor(wrapper)
-            items = await core.run(lambda: core.items(cursor, limit))
-        return copy_json(items)
+            return await core.run(lambda: core.items(cursor, limit))
 
     async def add_items(self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Append ``items`` at the leaf (one pi message per user item or tool result, one per reply)."""
@@ -226,7 +224,7 @@ class TreeSession:
             cursor = self._cursor(wrapper)
             new_cursor, item = await core.run(lambda: core.pop(cursor))
             self._advance(wrapper, new_cursor)
-        return copy_json(item)
+        return item
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Move the leaf to the root: the session reads as empty, the history stays in the tree."""
