@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 
 from sessiontree import SessionManager
 from sessiontree.compaction import CompactionSettings, prepare_compaction
+from sessiontree.integrations.openai_agents import TreeSession
 from sessiontree.integrations.openai_agents.mapping import (
     EXTRA_KEY,
     ITEM_CUSTOM_TYPE,
@@ -182,3 +184,29 @@ def test_pi_messages_from_elsewhere_map_the_plain_way() -> None:
     }
     assert message_items(shell) == [{"role": "user", "content": "Ran `ls`\n```\na\n```"}]
     assert message_items({**reply, "stopReason": "error"}) == []
+
+
+def test_a_hand_edited_residual_is_read_plainly_and_reported(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.jsonl"
+
+    async def write() -> None:
+        session = TreeSession.open(path)
+        await session.add_items(CONVERSATION[2:4])  # reasoning + function_call: one reply with residuals
+        session.close()
+
+    anyio.run(write)
+    text = path.read_text(encoding="utf-8").replace('"openaiAgents":[{', '"openaiAgents":[{"role":"x"},{', 1)
+    path.write_text(text, encoding="utf-8")
+
+    async def read() -> list[Any]:
+        session = TreeSession.open(path)
+        items = await session.get_items()
+        session.close()
+        return items
+
+    with caplog.at_level("WARNING"):
+        items = anyio.run(read)
+    assert [i.get("type") for i in items] == [None, "function_call"]  # the thinking as text, the call
+    assert "read as a plain pi message" in caplog.text and str(path) in caplog.text

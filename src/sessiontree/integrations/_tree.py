@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import anyio
 
@@ -48,12 +49,16 @@ from ..errors import SessionError, SessionNotFoundError
 from ..llm.tokens import estimate_context_tokens, estimate_tokens
 from ..llm.types import Model
 from ..manager import SessionManager
-from ._records import Record, Source
+from ._blocks import Mismatch
+from ._open import _open_manager
+from ._records import Record, Source, copy_json
 
 __all__ = [
     "MOVE_CUSTOM_TYPE",
+    "AdapterCodec",
     "Branch",
     "Codec",
+    "TreeAdapter",
     "TreeCore",
     "resolve_summarizer",
     "turn_text",
@@ -64,6 +69,7 @@ logger = logging.getLogger(__name__)
 Entry = dict[str, Any]
 T = TypeVar("T")
 R = TypeVar("R")
+A = TypeVar("A", bound="TreeAdapter[Any]")
 
 MOVE_CUSTOM_TYPE = "sessiontree.move"
 """``customType`` of the entry that records a leaf move (``data``: ``{"op": ...}``)."""
@@ -102,6 +108,40 @@ class Codec(Protocol[T]):
     def rebuild(self, source: Source, items: Sequence[T], cursor: str | None) -> list[Record]:
         """Records for what is left of a message source when its last item is taken back."""
         ...
+
+
+class AdapterCodec(Generic[T, A]):
+    """A ``Codec`` for an adapter: verbatim items of custom entries, stored messages through the adapter's
+    mapping, and the plain reading (reported) when a message's residual does not fit it."""
+
+    custom_types: frozenset[str] = frozenset()
+
+    def __init__(self, adapter: A) -> None:
+        self.adapter = weakref.proxy(adapter)
+
+    def items_of(self, source: Source) -> list[T]:
+        if source.kind == "custom":
+            return self.verbatim(copy_json(source.payload.get("data")))
+        try:
+            return self.restore(source.payload)
+        except Mismatch as error:
+            self.adapter._read_plainly(source, error)
+            return self.plain(source.payload)
+
+    def verbatim(self, data: Any) -> list[T]:
+        """The item a custom entry holds (``data`` is a copy)."""
+        raise NotImplementedError
+
+    def restore(self, message: dict[str, Any]) -> list[T]:
+        """The items a stored message stands for (raises ``Mismatch``); nothing shared with ``message``."""
+        raise NotImplementedError
+
+    def plain(self, message: dict[str, Any]) -> list[T]:
+        """The items of a message read as a plain pi message."""
+        raise NotImplementedError
+
+    def rebuild(self, source: Source, items: Sequence[T], cursor: str | None) -> list[Record]:
+        raise NotImplementedError
 
 
 @dataclass(slots=True)
@@ -421,3 +461,32 @@ class TreeCore(Generic[T]):
                 logger.debug("no compaction: %s", error)
                 return None
             raise
+
+
+class TreeAdapter(Generic[T]):
+    """What the framework adapters share: a manager, the tree operations over it, opening, closing.
+
+    ``options`` are ``TreeCore``'s (summarizer and settings); the adapters spell them out.
+    """
+
+    def __init__(self, manager: SessionManager, codec: Codec[T], **options: Any) -> None:
+        self.manager = manager
+        self.session_id = manager.get_session_id()
+        self._core: TreeCore[T] = TreeCore(manager, codec, **options)
+
+    def _read_plainly(self, source: Source, error: Exception) -> None:
+        """Say that a stored message's residual did not fit (it is read as a plain pi message)."""
+        where = self.manager.get_session_file() or "<memory>"
+        logger.warning("%s: entry %s: %s; read as a plain pi message", where, source.entry_id, error)
+
+    @classmethod
+    def open(
+        cls, path_or_store_url: str | os.PathLike[str], session_id: str | None = None, **options: Any
+    ) -> Self:
+        """One on a ``.jsonl`` file (created when missing), a directory of sessions (``session_id`` in it,
+        or a new one) or ``"memory:"``; ``options`` as for the constructor."""
+        return cls(_open_manager(path_or_store_url, session_id), **options)
+
+    def close(self) -> None:
+        """Release the session file (its writer lock)."""
+        self.manager.close()

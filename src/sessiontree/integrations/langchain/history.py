@@ -8,9 +8,6 @@ nothing is ever deleted. Message mapping lives in ``mapping``, tree operations i
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import weakref
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -31,41 +28,34 @@ from ...compaction import (
 )
 from ...llm.types import Model
 from ...manager import SessionManager
-from .._open import _open_manager
 from .._records import Record, Source, copy_json
-from .._tree import TreeCore
-from .mapping import MESSAGE_CUSTOM_TYPE, Mismatch, default_message, message_of, message_to_record
+from .._tree import AdapterCodec, TreeAdapter
+from .mapping import MESSAGE_CUSTOM_TYPE, default_message, message_of, message_to_record
 
 __all__ = ["TreeChatMessageHistory"]
 
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-class _Codec:
+class _Codec(AdapterCodec[BaseMessage, "TreeChatMessageHistory"]):
     """LangChain messages for the tree operations."""
 
     custom_types = frozenset({MESSAGE_CUSTOM_TYPE})
 
-    def __init__(self, history: TreeChatMessageHistory) -> None:
-        self._history = weakref.proxy(history)
+    def verbatim(self, data: Any) -> list[BaseMessage]:
+        return list(messages_from_dict([data]))
 
-    def items_of(self, source: Source) -> list[BaseMessage]:
-        if source.kind == "custom":
-            data: dict[str, Any] = copy_json(source.payload["data"])
-            return list(messages_from_dict([data]))
-        payload = copy_json(source.payload)
-        try:
-            message = message_of(payload)
-        except Mismatch as error:
-            where = self._history.manager.get_session_file() or "<memory>"
-            logger.warning("%s: entry %s: %s; read as a plain pi message", where, source.entry_id, error)
-            message = default_message(payload)
-        return [] if message is None else [message]
+    def restore(self, message: dict[str, Any]) -> list[BaseMessage]:
+        restored = message_of(copy_json(message))
+        return [] if restored is None else [restored]
+
+    def plain(self, message: dict[str, Any]) -> list[BaseMessage]:
+        restored = default_message(copy_json(message))
+        return [] if restored is None else [restored]
 
     def rebuild(self, source: Source, items: Sequence[BaseMessage], cursor: str | None) -> list[Record]:
-        clock = self._history.manager.clock
+        clock = self.adapter.manager.clock
         return [message_to_record(m, timestamp=clock()) for m in items]
 
 
@@ -78,10 +68,11 @@ def _wait(coroutine: Coroutine[Any, Any, T], twin: str) -> T:
     raise RuntimeError(f"called inside an event loop: use {twin}()")
 
 
-class TreeChatMessageHistory(BaseChatMessageHistory):
+class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
     """A LangChain chat history kept as a sessiontree tree (e.g. for ``RunnableWithMessageHistory``).
 
-    Build it on a ``SessionManager`` or with ``TreeChatMessageHistory.open(target)``. ``summarizer``
+    Build it on a ``SessionManager`` or with ``TreeChatMessageHistory.open(target, session_id=None)`` (a
+    ``.jsonl`` file, created when missing; a directory of sessions; ``"memory:"``). ``summarizer``
     (a ``Summarizer`` or a ``sessiontree.llm.Model``; offline by default) writes compactions and branch
     summaries; ``compaction_settings`` say how much recent history a compaction keeps.
     """
@@ -94,27 +85,14 @@ class TreeChatMessageHistory(BaseChatMessageHistory):
         compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
         branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
     ) -> None:
-        self.manager = manager
-        self.session_id = manager.get_session_id()
-        self._core: TreeCore[BaseMessage] = TreeCore(
+        TreeAdapter.__init__(
+            self,
             manager,
             _Codec(self),
             summarizer=summarizer,
             compaction_settings=compaction_settings,
             branch_summary_settings=branch_summary_settings,
         )
-
-    @classmethod
-    def open(
-        cls, path_or_store_url: str | os.PathLike[str], session_id: str | None = None, **options: Any
-    ) -> TreeChatMessageHistory:
-        """A history on a ``.jsonl`` file (created when missing), a directory of sessions (``session_id``
-        in it, or a new one) or ``"memory:"``; ``options`` as for the constructor."""
-        return cls(_open_manager(path_or_store_url, session_id), **options)
-
-    def close(self) -> None:
-        """Release the session file (its writer lock)."""
-        self.manager.close()
 
     # ------------------------------------------------------------------ BaseChatMessageHistory
     @property

@@ -41,6 +41,7 @@ from ...messages import (
     tool_result_message,
     user_message,
 )
+from .._blocks import Blocks, Mismatch, plain_parts
 from .._records import Record
 
 __all__ = [
@@ -70,10 +71,6 @@ _CLASSES: dict[str, type[BaseMessage]] = {
     "system": SystemMessage,
 }
 _TOOL_CALL_KEYS = frozenset({"name", "args", "id", "type"})
-
-
-class Mismatch(ValueError):
-    """A stored message whose ``langchain`` residual does not fit its blocks."""
 
 
 def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
@@ -222,18 +219,11 @@ def _texts(content: Any) -> list[str]:
 
 
 def _plain_parts(content: Any) -> str | list[Any]:
-    if isinstance(content, str):
-        return content
-    parts: list[Any] = []
-    for block in content or []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append({"type": "text", "text": block.get("text", "")})
-        elif block.get("type") == "image":
-            url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
-    return parts
+    return plain_parts(
+        content,
+        lambda text: {"type": "text", "text": text},
+        lambda url: {"type": "image_url", "image_url": {"url": url}},
+    )
 
 
 def default_message(message: dict[str, Any]) -> BaseMessage | None:
@@ -269,36 +259,12 @@ def default_message(message: dict[str, Any]) -> BaseMessage | None:
     return HumanMessage(content="\n".join(_texts(converted.get("content"))))
 
 
-class _Blocks:
-    __slots__ = ("_content", "_next")
-
-    def __init__(self, content: Any) -> None:
-        if not isinstance(content, list):
-            raise Mismatch("content is not a list of blocks")
-        self._content = content
-        self._next = 0
-
-    def take(self, kind: str) -> Block:
-        if self._next >= len(self._content):
-            raise Mismatch("fewer blocks than the residual needs")
-        block = self._content[self._next]
-        if not isinstance(block, dict) or block.get("type") != kind:
-            raise Mismatch(f"expected a {kind} block at {self._next}")
-        self._next += 1
-        return block
-
-    def rest(self) -> list[Block]:
-        out = self._content[self._next :]
-        self._next = len(self._content)
-        return out
-
-
-def _restore_content(residual: dict[str, Any], content: Any, string_ok: bool) -> tuple[Any, _Blocks | None]:
+def _restore_content(residual: dict[str, Any], content: Any, string_ok: bool) -> tuple[Any, Blocks | None]:
     """The LangChain content, and the blocks left after it (None for a string kept as a string)."""
     shape = residual.get("content")
     if shape is None and string_ok and isinstance(content, str):
         return content, None
-    blocks = _Blocks(content)
+    blocks = Blocks(content)
     if shape is None:
         return str(blocks.take("text").get("text", "")), blocks
     if isinstance(shape, dict) and "verbatim" in shape:

@@ -36,6 +36,7 @@ import orjson
 from ..._json import dumps, loads
 from ...llm.convert import convert_message
 from ...messages import Usage, assistant_message, custom_message, tool_result_message, user_message
+from .._blocks import Blocks, Mismatch, data_url, plain_parts
 from .._records import Record, copy_json
 
 __all__ = [
@@ -66,10 +67,6 @@ _INSTRUCTION_ROLES = ("system", "developer")
 _MESSAGE_ROLES = ("user", "assistant", *_INSTRUCTION_ROLES)
 _TEXT_PARTS = ("input_text", "output_text")
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.S)
-
-
-class Mismatch(ValueError):
-    """A stored message whose ``openaiAgents`` residuals do not fit its blocks (edited by hand?)."""
 
 
 def instruction_custom_type(role: str) -> str:
@@ -203,38 +200,7 @@ def _parts_to_blocks(parts: list[Item], role: str) -> tuple[list[Block], list[It
     return blocks, residual
 
 
-class _Blocks:
-    """The blocks of one stored message, handed out in order to the residuals that own them."""
-
-    __slots__ = ("_content", "_next")
-
-    def __init__(self, content: Any) -> None:
-        if not isinstance(content, list):
-            raise Mismatch("content is not a list of blocks")
-        self._content = content
-        self._next = 0
-
-    def take(self, kind: str) -> Block:
-        if self._next >= len(self._content):
-            raise Mismatch("fewer blocks than the residuals need")
-        block = self._content[self._next]
-        if not isinstance(block, dict) or block.get("type") != kind:
-            raise Mismatch(f"expected a {kind} block at {self._next}")
-        self._next += 1
-        return block
-
-    def text(self, kind: str = "text", key: str = "text") -> str:
-        value = self.take(kind).get(key)
-        if not isinstance(value, str):
-            raise Mismatch(f"a {kind} block without {key}")
-        return value
-
-    def done(self) -> None:
-        if self._next != len(self._content):
-            raise Mismatch("more blocks than the residuals own")
-
-
-def _restore_parts(parts: Any, role: str, blocks: _Blocks) -> list[Item]:
+def _restore_parts(parts: Any, role: str, blocks: Blocks) -> list[Item]:
     if not isinstance(parts, list):
         raise Mismatch("residual content is not a list")
     out: list[Item] = []
@@ -253,7 +219,7 @@ def _restore_parts(parts: Any, role: str, blocks: _Blocks) -> list[Item]:
             and "file_id" not in part
         ):
             image = blocks.take("image")
-            out.append({**part, "image_url": f"data:{image.get('mimeType')};base64,{image.get('data')}"})
+            out.append({**part, "image_url": data_url(image)})
         else:
             out.append(part)
     return out
@@ -403,13 +369,13 @@ def _restore_user_side(residual: Item, content: Any, role: str) -> Item:
         if not isinstance(content, str):
             raise Mismatch("string content expected")
         return {**residual, "content": content}
-    blocks = _Blocks(content)
+    blocks = Blocks(content)
     parts = _restore_parts(residual["content"], role, blocks)
     blocks.done()
     return {**residual, "content": parts}
 
 
-def _restore_assistant_side(residual: Item, blocks: _Blocks) -> Item:
+def _restore_assistant_side(residual: Item, blocks: Blocks) -> Item:
     kind = residual.get("type")
     if kind == "reasoning":
         item = dict(residual)
@@ -442,7 +408,7 @@ def _restore(message: dict[str, Any], residuals: Any) -> list[Item]:
     role = message.get("role")
     content = message.get("content")
     if role == "assistant":
-        blocks = _Blocks(content)
+        blocks = Blocks(content)
         items = [_restore_assistant_side(r, blocks) for r in residuals]
         blocks.done()
         return items
@@ -456,11 +422,11 @@ def _restore(message: dict[str, Any], residuals: Any) -> list[Item]:
     if role == "toolResult":
         item = {**residual, "call_id": message.get("toolCallId")}
         if "output" not in residual:
-            blocks = _Blocks(content)
+            blocks = Blocks(content)
             item["output"] = blocks.text()
             blocks.done()
             return [item]
-        blocks = _Blocks(content)
+        blocks = Blocks(content)
         item["output"] = _restore_parts(residual["output"], "tool", blocks)
         blocks.done()
         return [item]
@@ -468,18 +434,11 @@ def _restore(message: dict[str, Any], residuals: Any) -> list[Item]:
 
 
 def _plain_content(content: Any) -> str | list[Item]:
-    if isinstance(content, str):
-        return content
-    parts: list[Item] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append({"type": "input_text", "text": block.get("text", "")})
-        elif block.get("type") == "image":
-            url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
-            parts.append({"type": "input_image", "detail": "auto", "image_url": url})
-    return parts
+    return plain_parts(
+        content,
+        lambda text: {"type": "input_text", "text": text},
+        lambda url: {"type": "input_image", "detail": "auto", "image_url": url},
+    )
 
 
 def _plain_output(content: Any) -> str | list[Item]:

@@ -7,8 +7,6 @@ leaf, so nothing is ever deleted. Item mapping lives in ``mapping``, tree operat
 
 from __future__ import annotations
 
-import logging
-import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -35,15 +33,13 @@ from ...errors import SessionNotFoundError
 from ...llm.types import Model
 from ...manager import SessionManager
 from ...messages import Usage
-from .._open import _open_manager
 from .._records import Record, Source, copy_json
-from .._tree import TreeCore
+from .._tree import AdapterCodec, TreeAdapter
 from .mapping import (
     API,
     ITEM_CUSTOM_TYPE,
     PROVIDER,
     Item,
-    Mismatch,
     default_items,
     items_to_records,
     message_items,
@@ -51,7 +47,6 @@ from .mapping import (
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "TreeSession"]
 
-logger = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """The window automatic compaction assumes when none is configured (pi's fallback)."""
@@ -59,27 +54,23 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 RunBranch = Callable[[RunContextWrapper[Any]], str | None]
 
 
-class _Codec:
+class _Codec(AdapterCodec[Item, "TreeSession"]):
     """Items of the Responses API for the tree operations."""
 
     custom_types = frozenset({ITEM_CUSTOM_TYPE})
 
-    def __init__(self, session: TreeSession) -> None:
-        self._session = weakref.proxy(session)
+    def verbatim(self, data: Any) -> list[Item]:
+        return [cast(Item, data)]
 
-    def items_of(self, source: Source) -> list[Item]:
-        if source.kind == "custom":
-            return [cast(Item, copy_json(source.payload.get("data")))]
-        try:
-            return message_items(source.payload)
-        except Mismatch as error:
-            where = self._session.manager.get_session_file() or "<memory>"
-            logger.warning("%s: entry %s: %s; read as a plain pi message", where, source.entry_id, error)
-            return default_items(source.payload)
+    def restore(self, message: dict[str, Any]) -> list[Item]:
+        return message_items(message)
+
+    def plain(self, message: dict[str, Any]) -> list[Item]:
+        return default_items(message)
 
     def rebuild(self, source: Source, items: Sequence[Item], cursor: str | None) -> list[Record]:
         template = source.payload
-        session = self._session
+        session = self.adapter
         return items_to_records(
             items,
             timestamp=template.get("timestamp") or session.manager.clock(),
@@ -109,10 +100,11 @@ def _reply_usage(wrapper: RunContextWrapper[Any] | None) -> Usage | None:
     }
 
 
-class TreeSession:
+class TreeSession(TreeAdapter[Item]):
     """An Agents SDK session kept as a sessiontree tree (``Runner.run(agent, input, session=...)``).
 
-    Build it on a ``SessionManager`` or with ``TreeSession.open(target)``. Options: ``session_settings``
+    Build it on a ``SessionManager`` or with ``TreeSession.open(target, session_id=None)`` (a ``.jsonl``
+    file, created when missing; a directory of sessions; ``"memory:"``). Options: ``session_settings``
     (the SDK's, for its default ``limit``); ``model``, the model name recorded on stored replies;
     ``summarizer`` for compaction and branch summaries (a ``Summarizer`` or a ``sessiontree.llm.Model``;
     offline by default); ``compaction_settings`` and ``context_window`` for the automatic compaction the
@@ -134,32 +126,18 @@ class TreeSession:
         context_window: int = DEFAULT_CONTEXT_WINDOW,
         branch_for_run: RunBranch | None = None,
     ) -> None:
-        self.manager = manager
-        self.session_id = manager.get_session_id()
-        self.session_settings = session_settings
-        self.model = model
-        self.context_window = context_window
-        self.branch_for_run = branch_for_run
-        self._core: TreeCore[Item] = TreeCore(
+        super().__init__(
             manager,
             _Codec(self),
             summarizer=summarizer,
             compaction_settings=compaction_settings,
             branch_summary_settings=branch_summary_settings,
         )
+        self.session_settings = session_settings
+        self.model = model
+        self.context_window = context_window
+        self.branch_for_run = branch_for_run
         self._runs: dict[int, tuple[weakref.ref[RunContextWrapper[Any]], str | None]] = {}
-
-    @classmethod
-    def open(
-        cls, path_or_store_url: str | os.PathLike[str], session_id: str | None = None, **options: Any
-    ) -> TreeSession:
-        """A session on a ``.jsonl`` file (created when missing), a directory of sessions (``session_id``
-        in it, or a new one) or ``"memory:"``; ``options`` as for the constructor."""
-        return cls(_open_manager(path_or_store_url, session_id), **options)
-
-    def close(self) -> None:
-        """Release the session file (its writer lock)."""
-        self.manager.close()
 
     # ------------------------------------------------------------------ cursors
     def _cursor(self, wrapper: RunContextWrapper[Any] | None) -> str | None:
