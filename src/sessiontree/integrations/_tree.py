@@ -1,0 +1,492 @@
+"""The tree operations both framework adapters share, at a cursor (a leaf id): what the branch holds, append,
+move the leaf (and remember where), the user turns, branch to a turn, compact, take back the last item.
+
+Works through the ``SessionManager`` public API and the compaction package only; it knows no framework's
+item shape (each adapter passes a ``Codec``). Nothing here deletes or rewrites an entry.
+
+A leaf move that writes no entry of its own (``pop_item``, ``clear_session``, ``branch_to_turn`` without a
+summary) appends a ``custom`` entry (``customType`` ``sessiontree.move``) at the new position: pi's format
+records the leaf only as "the last entry", so without it a re-opened session would be back at the old leaf.
+pi keeps custom entries and never sends them to a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, Self, TypeVar
+
+import anyio
+
+from .._json import UNDEFINED
+from ..compaction import (
+    DEFAULT_BRANCH_SUMMARY_SETTINGS,
+    DEFAULT_COMPACTION_SETTINGS,
+    NO_CONTENT_TO_SUMMARIZE,
+    BranchSummarySettings,
+    CompactionError,
+    CompactionSettings,
+    OfflineSummarizer,
+    Summarizer,
+    collect_entries_for_branch_summary,
+    compact_session,
+    generate_branch_summary,
+    should_compact,
+)
+from ..compaction.summarizer import LlmSummarizer
+from ..context import (
+    compaction_summary_message,
+    get_latest_compaction_index,
+    path_ids,
+    path_types,
+    session_entry_to_context_messages,
+)
+from ..errors import SessionError, SessionNotFoundError
+from ..llm.tokens import estimate_context_tokens, estimate_tokens
+from ..llm.types import Model
+from ..manager import SessionManager
+from ._blocks import Mismatch
+from ._open import _open_manager
+from ._records import Record, Source, copy_json
+
+__all__ = [
+    "MOVE_CUSTOM_TYPE",
+    "AdapterCodec",
+    "Branch",
+    "Codec",
+    "TreeAdapter",
+    "TreeCore",
+    "resolve_summarizer",
+    "turn_text",
+]
+
+logger = logging.getLogger(__name__)
+
+Entry = dict[str, Any]
+T = TypeVar("T")
+R = TypeVar("R")
+A = TypeVar("A", bound="TreeAdapter[Any]")
+
+MOVE_CUSTOM_TYPE = "sessiontree.move"
+"""``customType`` of the entry that records a leaf move (``data``: ``{"op": ...}``)."""
+
+
+def resolve_summarizer(summarizer: Summarizer | Model | None) -> Summarizer:
+    """The summarizer to use: the offline one by default, a ``Model`` through the model layer."""
+    if summarizer is None:
+        return OfflineSummarizer()
+    if isinstance(summarizer, Model):
+        return LlmSummarizer(summarizer)
+    return summarizer
+
+
+def turn_text(message: dict[str, Any]) -> str:
+    """The text of a user message (text blocks joined, as pi puts it back in the editor)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(
+        b["text"]
+        for b in content or []
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+
+
+class Codec(Protocol[T]):
+    """What an adapter tells the tree: which custom entries hold its items, and how sources map to items."""
+
+    custom_types: frozenset[str]
+
+    def items_of(self, source: Source) -> list[T]:
+        """The framework items a source stands for (may be empty)."""
+        ...
+
+    def rebuild(self, source: Source, items: Sequence[T], cursor: str | None) -> list[Record]:
+        """Records for what is left of a message source when its last item is taken back."""
+        ...
+
+
+class AdapterCodec(Generic[T, A]):
+    """A ``Codec`` for an adapter: verbatim items of custom entries, stored messages through the adapter's
+    mapping, and the plain reading (reported) when a message's residual does not fit it."""
+
+    custom_types: frozenset[str] = frozenset()
+
+    def __init__(self, adapter: A) -> None:
+        self.adapter = weakref.proxy(adapter)
+
+    def items_of(self, source: Source) -> list[T]:
+        if source.kind == "custom":
+            return self.verbatim(copy_json(source.payload.get("data")))
+        try:
+            return self.restore(source.payload)
+        except Mismatch as error:
+            self.adapter._read_plainly(source, error)
+            return self.plain(source.payload)
+
+    def verbatim(self, data: Any) -> list[T]:
+        """The item a custom entry holds (``data`` is a copy)."""
+        raise NotImplementedError
+
+    def restore(self, message: dict[str, Any]) -> list[T]:
+        """The items a stored message stands for (raises ``Mismatch``); nothing shared with ``message``."""
+        raise NotImplementedError
+
+    def plain(self, message: dict[str, Any]) -> list[T]:
+        """The items of a message read as a plain pi message."""
+        raise NotImplementedError
+
+    def rebuild(self, source: Source, items: Sequence[T], cursor: str | None) -> list[Record]:
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class Branch:
+    """The sources of a branch in item order (compaction summary, kept part, what follows) and the latest
+    compaction on it."""
+
+    sources: list[Source]
+    compaction: Entry | None
+
+
+def _range_sources(
+    path: Sequence[Entry],
+    types: Sequence[str],
+    start: int,
+    end: int,
+    custom_types: frozenset[str],
+    kept: bool,
+) -> list[Source]:
+    ids = path_ids(path)
+    out: list[Source] = []
+    for i in range(start, end):
+        kind = types[i]
+        if kind == "custom":
+            entry = path[i]
+            if entry.get("customType") in custom_types:
+                out.append(Source("custom", entry, ids[i], kept))
+        elif kind in ("message", "custom_message", "branch_summary"):
+            for message in session_entry_to_context_messages(path[i]):
+                out.append(Source("message", message, ids[i], kept))
+    return out
+
+
+def branch_sources(path: Sequence[Entry], custom_types: frozenset[str]) -> Branch:
+    """What a root-first path holds for an adapter, honouring its latest compaction.
+
+    The kept part is read from the path (with its custom entries and entry ids) when ``firstKeptEntryId``
+    is on it and gives the same messages as the compaction's ``retainedTail``; otherwise from
+    ``retainedTail`` (which readers prefer), else nothing (pi's reader).
+    """
+    types = path_types(path)
+    c = get_latest_compaction_index(path)
+    if c is None:
+        return Branch(_range_sources(path, types, 0, len(path), custom_types, False), None)
+    compaction = path[c]
+    sources = [Source("summary", compaction_summary_message(compaction), str(compaction.get("id")))]
+    first_kept = compaction.get("firstKeptEntryId")
+    tail = compaction.get("retainedTail")
+    kept: list[Source] | None = None
+    ids = list(path_ids(path)[:c])
+    if isinstance(first_kept, str) and first_kept in ids:
+        start = ids.index(first_kept)
+        kept = _range_sources(path, types, start, c, custom_types, True)
+        if isinstance(tail, list) and [s.payload for s in kept if s.kind == "message"] != tail:
+            kept = None
+    if kept is None and isinstance(tail, list):
+        kept = [Source("message", m, None, True) for m in tail if isinstance(m, dict)]
+    sources.extend(kept or [])
+    sources.extend(_range_sources(path, types, c + 1, len(path), custom_types, False))
+    return Branch(sources, compaction)
+
+
+def context_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """pi's context estimate, or the sum of per-message estimates when no reply reports usage."""
+    estimate = estimate_context_tokens(messages)
+    if estimate.usage_tokens == 0:
+        return sum(estimate_tokens(m) for m in messages)
+    return estimate.tokens
+
+
+class TreeCore(Generic[T]):
+    """One session's tree operations for an adapter; every method takes the cursor it works at."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        codec: Codec[T],
+        *,
+        summarizer: Summarizer | Model | None = None,
+        compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+        branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
+    ) -> None:
+        self.manager = manager
+        self.codec = codec
+        self.summarizer = resolve_summarizer(summarizer)
+        self.compaction_settings = compaction_settings
+        self.branch_summary_settings = branch_summary_settings
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # ------------------------------------------------------------------ running
+    def lock(self) -> asyncio.Lock:
+        """The lock that keeps this session's async operations from interleaving (one per event loop)."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    def run_now(self, fn: Callable[[], R]) -> R:
+        """Run ``fn`` as one transaction, in this thread (for synchronous callers)."""
+        with self.manager.transaction():
+            return fn()
+
+    async def run(self, fn: Callable[[], R]) -> R:
+        """Run ``fn`` as one transaction: in a worker thread when the store can wait on a network."""
+        if self.manager.store.remote:
+            return await anyio.to_thread.run_sync(self.run_now, fn)
+        return self.run_now(fn)
+
+    # ------------------------------------------------------------------ reading
+    def path(self, cursor: str | None) -> Sequence[Entry]:
+        """Root-first entries up to ``cursor`` (empty at the root)."""
+        return [] if cursor is None else self.manager.get_path_view(cursor)
+
+    def branch(self, cursor: str | None) -> Branch:
+        return branch_sources(self.path(cursor), self.codec.custom_types)
+
+    def items(self, cursor: str | None, limit: int | None = None) -> list[T]:
+        """The framework items at ``cursor``, oldest first; the latest ``limit`` when given."""
+        sources = self.branch(cursor).sources
+        if limit is None:
+            out: list[T] = []
+            for source in sources:
+                out.extend(self.codec.items_of(source))
+            return out
+        if limit <= 0:
+            return []
+        chunks: list[list[T]] = []
+        count = 0
+        for source in reversed(sources):
+            chunk = self.codec.items_of(source)
+            if chunk:
+                chunks.append(chunk)
+                count += len(chunk)
+                if count >= limit:
+                    break
+        flat = [item for chunk in reversed(chunks) for item in chunk]
+        return flat[-limit:]
+
+    def context_tokens(self, cursor: str | None) -> int:
+        """Estimated tokens of the model context at ``cursor``."""
+        if cursor is None:
+            return 0
+        return context_tokens(self.manager.build_session_context(cursor).messages)
+
+    def turns(self, cursor: str | None) -> list[tuple[str, str]]:
+        """``(entry_id, text)`` of every user message on the branch, oldest first."""
+        path = self.path(cursor)
+        types = path_types(path)
+        ids = path_ids(path)
+        out: list[tuple[str, str]] = []
+        for i, kind in enumerate(types):
+            if kind != "message":
+                continue
+            message = path[i].get("message")
+            if isinstance(message, dict) and message.get("role") == "user":
+                out.append((ids[i], turn_text(message)))
+        return out
+
+    def tool_name(self, cursor: str | None, call_id: str) -> str | None:
+        """The name of the tool call ``call_id`` on the branch (latest first), or None."""
+        path = self.path(cursor)
+        types = path_types(path)
+        for i in range(len(types) - 1, -1, -1):
+            if types[i] != "message":
+                continue
+            message = path[i].get("message")
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall" and block.get("id") == call_id:
+                    name = block.get("name")
+                    return name if isinstance(name, str) else None
+        return None
+
+    # ------------------------------------------------------------------ writing (inside ``run``)
+    def goto(self, cursor: str | None) -> None:
+        """Put the manager's leaf on ``cursor`` (no entry is written)."""
+        if self.manager.get_leaf_id() == cursor:
+            return
+        if cursor is None:
+            self.manager.reset_leaf()
+        else:
+            self.manager.branch(cursor)
+
+    def append(self, cursor: str | None, records: Sequence[Record]) -> list[str]:
+        """Append ``records`` after ``cursor``; returns the new entry ids (the last one is the new cursor)."""
+        self.goto(cursor)
+        ids: list[str] = []
+        for record in records:
+            if record.message is not None:
+                ids.append(self.manager.append_message(record.message))
+            else:
+                ids.append(self.manager.append_custom_entry(str(record.custom_type), record.data))
+        return ids
+
+    def move(self, cursor: str | None, target: str | None, op: str) -> str | None:
+        """Move from ``cursor`` to ``target`` and record the move; returns the new cursor."""
+        if target == cursor:
+            return cursor
+        self.goto(target)
+        return self.manager.append_custom_entry(MOVE_CUSTOM_TYPE, {"op": op})
+
+    def pop(self, cursor: str | None) -> tuple[str | None, T | None]:
+        """Take back the last item at ``cursor``: ``(new cursor, item)``; ``(cursor, None)`` when empty.
+
+        The leaf moves to before the entry holding the item; the other items of that entry are appended
+        again there. An item from the kept part of the latest compaction moves the compaction too: it is
+        appended again after what stays, so the branch keeps its summary.
+        """
+        branch = self.branch(cursor)
+        for index in range(len(branch.sources) - 1, -1, -1):
+            source = branch.sources[index]
+            items = self.codec.items_of(source)
+            if items:
+                break
+        else:
+            return cursor, None
+        popped, rest = items[-1], items[:-1]
+        compaction = branch.compaction
+        if source.kind == "summary":
+            return self.move(cursor, None, "pop_item"), popped
+        if source.entry_id is None:
+            # a retainedTail message: the compaction is appended again beside itself with the shorter tail
+            assert compaction is not None
+            tail = [s.payload for s in branch.sources[:index] if s.kept]
+            tail.extend(r.message for r in self.codec.rebuild(source, rest, cursor) if r.message is not None)
+            self.goto(compaction.get("parentId"))
+            return self._append_compaction(compaction, compaction.get("firstKeptEntryId"), tail), popped
+        entry = self.manager.get_entry(source.entry_id)
+        assert entry is not None
+        parent = entry.get("parentId")
+        new_cursor: str | None = parent
+        written = self.append(parent, self.codec.rebuild(source, rest, cursor)) if rest else []
+        if written:
+            new_cursor = written[-1]
+        if source.kept and compaction is not None:
+            first_kept = compaction.get("firstKeptEntryId")
+            if first_kept == source.entry_id and written:
+                first_kept = written[0]
+            self.goto(new_cursor)
+            return self._append_compaction(compaction, first_kept, None), popped
+        if not written:
+            new_cursor = self.move(cursor, parent, "pop_item")
+        return new_cursor, popped
+
+    def _append_compaction(self, compaction: Entry, first_kept: Any, tail: list[Any] | None) -> str:
+        return self.manager.append_compaction(
+            str(compaction.get("summary", "")),
+            first_kept if isinstance(first_kept, str) else None,
+            compaction.get("tokensBefore", 0),
+            compaction.get("details", UNDEFINED),
+            retained_tail=tail,
+        )
+
+    # ------------------------------------------------------------------ branching and compaction
+    def user_turn(self, entry_id: str) -> Entry:
+        """The user-message entry ``entry_id``; raises for unknown ids and other entries."""
+        entry = self.manager.get_entry(entry_id)
+        if entry is None:
+            raise SessionNotFoundError(f"Entry {entry_id} not found")
+        message = entry.get("message")
+        if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "user":
+            raise SessionError(f"Entry {entry_id} is not a user turn", kind="invalid_argument")
+        return entry
+
+    async def branch_to_turn(
+        self, cursor: str | None, entry_id: str, summarize: bool
+    ) -> tuple[str | None, str]:
+        """Move to just before the user turn ``entry_id`` (pi's ``/tree`` on a user message).
+
+        With ``summarize``, the abandoned entries are summarized and the summary is attached there (a
+        ``branch_summary`` entry). Returns the new cursor and the turn's text.
+        """
+        entry = self.user_turn(entry_id)
+        target = entry.get("parentId")
+        text = turn_text(entry["message"])
+        if summarize:
+            collected = collect_entries_for_branch_summary(self.manager, cursor, entry_id)
+            if collected.entries:
+                result = await generate_branch_summary(
+                    collected.entries,
+                    self.summarizer,
+                    reserve_tokens=self.branch_summary_settings.reserve_tokens,
+                )
+                if result.summary != NO_CONTENT_TO_SUMMARIZE:
+
+                    def attach() -> str:
+                        self.goto(cursor)  # fromId records the abandoned leaf
+                        return self.manager.branch_with_summary(target, result.summary, result.details)
+
+                    return await self.run(attach), text
+        return await self.run(lambda: self.move(cursor, target, "branch_to_turn")), text
+
+    async def compact(self, cursor: str | None) -> Entry:
+        """Compact the branch at ``cursor`` (raises ``CompactionError`` when there is nothing to compact)."""
+        if cursor is None:
+            raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+        return await compact_session(
+            self.manager, self.summarizer, settings=self.compaction_settings, leaf_id=cursor
+        )
+
+    async def compact_if_needed(self, cursor: str | None, context_window: int, force: bool) -> Entry | None:
+        """Compact when forced or when the context leaves less than ``reserve_tokens`` of the window;
+        None when not needed or nothing can be compacted."""
+        if not force:
+            if not self.compaction_settings.enabled:
+                return None
+            if not should_compact(self.context_tokens(cursor), context_window, self.compaction_settings):
+                return None
+        try:
+            return await self.compact(cursor)
+        except CompactionError as error:
+            if error.kind in ("nothing_to_compact", "already_compacted"):
+                logger.debug("no compaction: %s", error)
+                return None
+            raise
+
+
+class TreeAdapter(Generic[T]):
+    """What the framework adapters share: a manager, the tree operations over it, opening, closing.
+
+    ``options`` are ``TreeCore``'s (summarizer and settings); the adapters spell them out.
+    """
+
+    def __init__(self, manager: SessionManager, codec: Codec[T], **options: Any) -> None:
+        self.manager = manager
+        self.session_id = manager.get_session_id()
+        self._core: TreeCore[T] = TreeCore(manager, codec, **options)
+
+    def _read_plainly(self, source: Source, error: Exception) -> None:
+        """Say that a stored message's residual did not fit (it is read as a plain pi message)."""
+        where = self.manager.get_session_file() or "<memory>"
+        logger.warning("%s: entry %s: %s; read as a plain pi message", where, source.entry_id, error)
+
+    @classmethod
+    def open(
+        cls, path_or_store_url: str | os.PathLike[str], session_id: str | None = None, **options: Any
+    ) -> Self:
+        """One on a ``.jsonl`` file (created when missing), a directory of sessions (``session_id`` in it,
+        or a new one) or ``"memory:"``; ``options`` as for the constructor."""
+        return cls(_open_manager(path_or_store_url, session_id), **options)
+
+    def close(self) -> None:
+        """Release the session file (its writer lock)."""
+        self.manager.close()

@@ -1,0 +1,172 @@
+"""``TreeChatMessageHistory``: LangChain's ``BaseChatMessageHistory`` over a sessiontree session (a pi file).
+
+The history is the branch at the leaf: ``add_messages`` appends there, ``messages`` reads it (after the
+latest compaction: its summary, then the kept messages), ``clear`` only moves the leaf to the root, so
+nothing is ever deleted. Message mapping lives in ``mapping``, tree operations in ``.._tree``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import BaseMessage, messages_from_dict
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "sessiontree.integrations.langchain needs langchain-core: pip install 'sessiontree[langchain]'"
+    ) from exc
+
+from ...compaction import (
+    DEFAULT_BRANCH_SUMMARY_SETTINGS,
+    DEFAULT_COMPACTION_SETTINGS,
+    BranchSummarySettings,
+    CompactionSettings,
+    Summarizer,
+)
+from ...llm.types import Model
+from ...manager import SessionManager
+from .._records import Record, Source, copy_json
+from .._tree import AdapterCodec, TreeAdapter
+from .mapping import MESSAGE_CUSTOM_TYPE, default_message, message_of, message_to_record
+
+__all__ = ["TreeChatMessageHistory"]
+
+
+T = TypeVar("T")
+
+
+class _Codec(AdapterCodec[BaseMessage, "TreeChatMessageHistory"]):
+    """LangChain messages for the tree operations."""
+
+    custom_types = frozenset({MESSAGE_CUSTOM_TYPE})
+
+    def verbatim(self, data: Any) -> list[BaseMessage]:
+        return list(messages_from_dict([data]))
+
+    def restore(self, message: dict[str, Any]) -> list[BaseMessage]:
+        restored = message_of(copy_json(message))
+        return [] if restored is None else [restored]
+
+    def plain(self, message: dict[str, Any]) -> list[BaseMessage]:
+        restored = default_message(copy_json(message))
+        return [] if restored is None else [restored]
+
+    def rebuild(self, source: Source, items: Sequence[BaseMessage], cursor: str | None) -> list[Record]:
+        clock = self.adapter.manager.clock
+        return [message_to_record(m, timestamp=clock()) for m in items]
+
+
+def _wait(coroutine: Coroutine[Any, Any, T], twin: str) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise RuntimeError(f"called inside an event loop: use {twin}()")
+
+
+class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
+    """A LangChain chat history kept as a sessiontree tree (e.g. for ``RunnableWithMessageHistory``).
+
+    Build it on a ``SessionManager`` or with ``TreeChatMessageHistory.open(target, session_id=None)`` (a
+    ``.jsonl`` file, created when missing; a directory of sessions; ``"memory:"``). ``summarizer``
+    (a ``Summarizer`` or a ``sessiontree.llm.Model``; offline by default) writes compactions and branch
+    summaries; ``compaction_settings`` say how much recent history a compaction keeps.
+    """
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        *,
+        summarizer: Summarizer | Model | None = None,
+        compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+        branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
+    ) -> None:
+        TreeAdapter.__init__(
+            self,
+            manager,
+            _Codec(self),
+            summarizer=summarizer,
+            compaction_settings=compaction_settings,
+            branch_summary_settings=branch_summary_settings,
+        )
+
+    # ------------------------------------------------------------------ BaseChatMessageHistory
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The messages at the leaf, oldest first (after a compaction: its summary, then the kept ones)."""
+        core = self._core
+        return core.run_now(lambda: core.items(self.manager.get_leaf_id()))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        core = self._core
+        async with core.lock():
+            return await core.run(lambda: core.items(self.manager.get_leaf_id()))
+
+    def _append(self, messages: Sequence[BaseMessage]) -> None:
+        cursor = self.manager.get_leaf_id()
+        core = self._core
+        names: dict[str, str] = {}  # calls made in this batch, before they are on the branch
+
+        def tool_name(call_id: str) -> str | None:
+            return names.get(call_id) or core.tool_name(cursor, call_id)
+
+        records: list[Record] = []
+        for message in messages:
+            for call in getattr(message, "tool_calls", None) or []:
+                if isinstance(call.get("id"), str) and isinstance(call.get("name"), str):
+                    names[call["id"]] = call["name"]
+            records.append(message_to_record(message, timestamp=self.manager.clock(), tool_name=tool_name))
+        core.append(cursor, records)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` at the leaf, one pi message (or custom entry) each."""
+        if messages:
+            self._core.run_now(lambda: self._append(messages))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if messages:
+            async with self._core.lock():
+                await self._core.run(lambda: self._append(messages))
+
+    def clear(self) -> None:
+        """Move the leaf to the root: the history reads as empty, every message stays in the tree."""
+        core = self._core
+        core.run_now(lambda: core.move(self.manager.get_leaf_id(), None, "clear"))
+
+    async def aclear(self) -> None:
+        core = self._core
+        async with core.lock():
+            await core.run(lambda: core.move(self.manager.get_leaf_id(), None, "clear"))
+
+    # ------------------------------------------------------------------ the tree
+    def list_turns(self) -> list[tuple[str, str]]:
+        """The human turns on the current branch, oldest first, as ``(entry_id, text)``."""
+        core = self._core
+        return core.run_now(lambda: core.turns(self.manager.get_leaf_id()))
+
+    async def abranch_to_turn(self, entry_id: str, summarize: bool = False) -> str:
+        """Move the leaf to just before the human turn ``entry_id`` (kept in the tree), optionally leaving a
+        summary of the abandoned work; returns the turn's text."""
+        core = self._core
+        async with core.lock():
+            _, text = await core.branch_to_turn(self.manager.get_leaf_id(), entry_id, summarize)
+        return text
+
+    def branch_to_turn(self, entry_id: str, summarize: bool = False) -> str:
+        """``abranch_to_turn`` for synchronous code (outside an event loop)."""
+        return _wait(
+            self._core.branch_to_turn(self.manager.get_leaf_id(), entry_id, summarize), "abranch_to_turn"
+        )[1]
+
+    async def acompact(self) -> dict[str, Any]:
+        """Compact the history now; returns the compaction entry (``CompactionError`` when nothing to do)."""
+        async with self._core.lock():
+            return await self._core.compact(self.manager.get_leaf_id())
+
+    def compact(self) -> dict[str, Any]:
+        """``acompact`` for synchronous code (outside an event loop)."""
+        return _wait(self._core.compact(self.manager.get_leaf_id()), "acompact")

@@ -1,0 +1,10 @@
+"""The OpenAI Agents SDK adapter: ``TreeSession``, a ``Session`` whose history is a sessiontree tree.
+
+Needs ``sessiontree[openai-agents]``. The item mapping is in ``mapping`` (pure), the session in ``session``.
+"""
+
+from __future__ import annotations
+
+from .session import DEFAULT_CONTEXT_WINDOW, TreeSession
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "TreeSession"]
