@@ -9,19 +9,20 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 from . import entries as E
 from ._json import UNDEFINED
 from .context import SessionContext, compute_retained_tail, context_from_path
 from .errors import SessionError, SessionNotFoundError
 from .ids import Clock, IdFactory, assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
-from .repo import ensure_private_dir, resolve_cwd, session_file_name
+from .index import LocalIndex, PathView, SessionIndex
+from .repo import ensure_private_dir, session_file_name
 from .storage import EntryStore, JsonlStore, MemoryStore, Problem
-from .tree import TreeIndex, TreeNode
+from .tree import TreeNode
 
 __all__ = ["Durability", "SessionManager"]
 
@@ -34,44 +35,21 @@ StaleLeaf = Literal["branch", "latest"]
 leaf (``"branch"``: the new entry starts a branch beside the other writer's entries) or continue from the
 file's latest entry (``"latest"``). Either way a ``stale_leaf`` problem says what happened."""
 SessionIdFactory = Callable[[], str]
-
-
-class _PathView(Sequence[dict[str, Any]]):
-    """Root-first path over store positions: types and ids known up front, entries decoded on demand."""
-
-    __slots__ = ("_positions", "_store", "ids", "types")
-
-    def __init__(self, store: EntryStore, positions: list[int]) -> None:
-        self._store = store
-        self._positions = positions
-        self.types = store.types_at(positions)
-        self.ids = store.ids_at(positions)
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self._store.entry_at(p) for p in self._positions[index]]
-        return self._store.entry_at(self._positions[index])
+Spawner = Callable[
+    [dict[str, Any], "builtins.list[dict[str, Any] | bytes] | None"], "EntryStore | SessionIndex"
+]
 
 
 class _IdsInUse(Container[str]):
-    """The ids of a store, as a container for id factories (no copy of the index)."""
+    """The ids of a session, as a container for id factories (no copy of the index)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_index",)
 
-    def __init__(self, store: EntryStore) -> None:
-        self._store = store
+    def __init__(self, index: SessionIndex) -> None:
+        self._index = index
 
     def __contains__(self, item: object) -> bool:
-        return isinstance(item, str) and self._store.index_of(item) is not None
+        return isinstance(item, str) and self._index.contains(item)
 
 
 class SessionManager:
@@ -84,7 +62,7 @@ class SessionManager:
 
     def __init__(
         self,
-        store: EntryStore,
+        store: EntryStore | SessionIndex,
         *,
         cwd: str,
         session_dir: Path | None,
@@ -108,43 +86,33 @@ class SessionManager:
         if stale_leaf not in ("branch", "latest"):
             raise ValueError(f"stale_leaf must be 'branch' or 'latest', not {stale_leaf!r}")
         self.stale_leaf: StaleLeaf = stale_leaf
+        self.spawner: Spawner | None = None  # where new and branched sessions go, for database back ends
         self._attach(store)
 
     # ------------------------------------------------------------------ loading
-    def _attach(self, store: EntryStore) -> None:
-        self._store = store
-        self._ids_in_use = _IdsInUse(store)
-        self._tree = TreeIndex(store)
-        self._leaf: str | None = None
+    def _attach(self, store: EntryStore | SessionIndex) -> None:
+        index = store if isinstance(store, SessionIndex) else LocalIndex(store)
+        self._index = index
+        self._store = index.store if isinstance(index, LocalIndex) else index
+        self._ids_in_use = _IdsInUse(index)
         self._index_labels_and_name()
-        n = len(store)
-        if n:
-            self._leaf = self._leaf_after(n - 1)
+        self._leaf: str | None = index.last_leaf()
         self._cycles_checked: int | None = None
-        for problem in [*store.problems, *self._extra_problems]:
+        for problem in [*index.problems, *self._extra_problems]:
             logger.warning("%s", problem.message)
 
     def _index_labels_and_name(self) -> None:
-        """Labels and the session name from every entry of the store (on load, and after a re-index)."""
-        store = self._store
+        """Labels and the session name from the session's label and name entries (on load and re-index)."""
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str | None] = {}
         self._session_name: str | None = None
         self._extra_problems: builtins.list[Problem] = []
-        types = store.types_at(range(len(store)))
-        if "label" in types or "session_info" in types:
-            for i, kind in enumerate(types):
-                if kind == "label":
-                    self._apply_label(store.entry_at(i))
-                elif kind == "session_info":
-                    self._apply_session_info(store.entry_at(i))
+        for entry in self._index.label_and_name_entries():
+            if entry.get("type") == "label":
+                self._apply_label(entry)
+            else:
+                self._apply_session_info(entry)
         self._check_references()
-
-    def _leaf_after(self, i: int) -> str | None:
-        if self._store.type_at(i) == "leaf":
-            target = self._store.entry_at(i).get("targetId")
-            return target if isinstance(target, str) else None
-        return self._store.id_at(i)
 
     def _apply_label(self, entry: dict[str, Any]) -> None:
         target = entry.get("targetId")
@@ -163,10 +131,10 @@ class SessionManager:
         self._session_name = (name.strip() or None) if isinstance(name, str) else None
 
     def _check_references(self) -> None:
-        store = self._store
-        where = str(store.path) if store.path else "<memory>"
+        index = self._index
+        where = str(index.path) if index.path else "<memory>"
         for target in self._labels:
-            if store.index_of(target) is None:
+            if not index.contains(target):
                 self._extra_problems.append(
                     Problem(
                         "unknown_label_target",
@@ -261,16 +229,23 @@ class SessionManager:
     def problems(self) -> builtins.list[Problem]:
         """Everything the loader found wrong (kind, line number, message), plus reference problems and cycles."""
         with self._lock:
-            if self._cycles_checked != self._store.generation:
+            index = self._index
+            if self._cycles_checked != index.generation:
                 # appends cannot close a cycle (a new entry hangs under an existing one): one pass per load
-                self._tree.find_cycles()
-                self._cycles_checked = self._store.generation
-            return [*self._store.problems, *self._tree.problems, *self._extra_problems]
+                self._cycle_problems = index.cycle_problems()
+                self._cycles_checked = index.generation
+            return [*index.problems, *self._cycle_problems, *self._extra_problems]
 
     @property
-    def store(self) -> EntryStore:
-        """The storage back end (for tools that need raw lines)."""
+    def store(self) -> Any:
+        """The storage back end: an ``EntryStore`` for files and memory (raw lines by position), the SQL
+        session index for database back ends. Both have ``path``, ``header``, ``problems``, ``read_only``."""
         return self._store
+
+    @property
+    def index(self) -> SessionIndex:
+        """The session index every read and write goes through."""
+        return self._index
 
     def is_persisted(self) -> bool:
         return self._persist
@@ -282,24 +257,23 @@ class SessionManager:
         return str(self._session_dir) if self._session_dir is not None else ""
 
     def get_session_id(self) -> str:
-        header = self._store.header
+        header = self._index.header
         return str(header.get("id")) if header else ""
 
     def get_session_file(self) -> str | None:
-        return str(self._store.path) if self._persist and self._store.path is not None else None
+        return str(self._index.path) if self._persist and self._index.path is not None else None
 
     def get_header(self) -> dict[str, Any] | None:
-        return self._store.header
+        return self._index.header
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order (header excluded), as plain dicts."""
         with self._lock:
-            return self._store.entries()
+            return self._index.entries()
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         with self._lock:
-            i = self._store.index_of(entry_id)
-            return None if i is None else self._store.entry_at(i)
+            return self._index.get_entry(entry_id)
 
     def get_leaf_id(self) -> str | None:
         return self._leaf
@@ -309,7 +283,7 @@ class SessionManager:
 
     def get_children(self, parent_id: str) -> builtins.list[dict[str, Any]]:
         with self._lock:
-            return [self._store.entry_at(i) for i in self._tree.children_of(parent_id)]
+            return self._index.children(parent_id)
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -324,33 +298,27 @@ class SessionManager:
     def get_session_name(self) -> str | None:
         return self._session_name
 
-    def _path_positions(self, leaf_id: str | None) -> builtins.list[int]:
-        if leaf_id is None:
-            return []
-        i = self._store.index_of(leaf_id)
-        return [] if i is None else self._tree.path_to_root(i)
-
     def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Entries from the root to ``from_id`` (default: the leaf), root first."""
         with self._lock:
-            positions = self._path_positions(self._leaf if from_id is None else from_id)
-            return [self._store.entry_at(i) for i in positions]
+            view = self._index.path_view(self._leaf if from_id is None else from_id)
+            return [view[i] for i in range(len(view))]
 
-    def get_path_view(self, leaf_id: str | None = None) -> Sequence[dict[str, Any]]:
-        """Like ``get_branch`` but lazy: entries are decoded only when read."""
+    def get_path_view(self, leaf_id: str | None = None) -> PathView:
+        """Like ``get_branch`` but lazy: entries are decoded only when read; ``types``/``ids``/``parents``."""
         with self._lock:
-            return _PathView(self._store, self._path_positions(self._leaf if leaf_id is None else leaf_id))
+            return self._index.path_view(self._leaf if leaf_id is None else leaf_id)
 
     def get_tree(self) -> builtins.list[TreeNode]:
         """Root nodes with children (sorted by timestamp, as pi) and labels."""
         with self._lock:  # a consistent snapshot while another thread appends
             labels = {k: (v, self._label_times.get(k)) for k, v in self._labels.items()}
-            return self._tree.get_tree(labels)
+            return self._index.tree(labels)
 
     def build_session_context(self, leaf_id: str | None = None) -> SessionContext:
         """Messages and settings at the leaf (or at ``leaf_id``), honouring the latest compaction."""
         with self._lock:
-            return context_from_path(self.get_path_view(leaf_id))
+            return context_from_path(self._index.context_view(self._leaf if leaf_id is None else leaf_id))
 
     # ------------------------------------------------------------------ writing
     def _now_iso(self) -> str:
@@ -368,46 +336,48 @@ class SessionManager:
 
     def _prepare_write(self) -> None:
         """Take the writer role before an entry is built, so its parent is decided on the file as it is."""
-        store = self._store
-        generation = store.generation
-        store.prepare_write()
-        if store.generation == generation:
+        index = self._index
+        generation = index.generation
+        index.prepare_write()
+        if index.generation == generation:
             return
-        # Another writer appended since we read the file: it was indexed again under the lock.
+        # Another writer appended since we read the session: it was read again under the lock.
         self._index_labels_and_name()
-        latest = self._leaf_after(len(store) - 1) if len(store) else None
+        latest = index.last_leaf()
         if latest == self._leaf:
             return
-        where = str(store.path) if store.path is not None else "<memory>"
-        if self.stale_leaf == "latest" or (self._leaf is not None and store.index_of(self._leaf) is None):
-            what = f"continuing from the file's latest entry {latest} instead of {self._leaf}"
+        where = str(index.path) if index.path is not None else "<memory>"
+        if self.stale_leaf == "latest" or (self._leaf is not None and not index.contains(self._leaf)):
+            what = f"continuing from the session's latest entry {latest} instead of {self._leaf}"
             self._leaf = latest
         else:
             what = (
-                f"the next entry branches from this manager's leaf {self._leaf}, not from the file's latest "
-                f"entry {latest} (open with stale_leaf='latest' to continue from the latest entry)"
+                f"the next entry branches from this manager's leaf {self._leaf}, not from the session's "
+                f"latest entry {latest} (open with stale_leaf='latest' to continue from the latest entry)"
             )
         problem = Problem("stale_leaf", None, f"{where}: another writer appended meanwhile; {what}")
         self._extra_problems.append(problem)
         logger.warning("%s", problem.message)
 
     def _write(self, entry: dict[str, Any]) -> None:
-        store = self._store
-        if not self._persist and store.path is not None:
+        index = self._index
+        if not self._persist and index.path is not None:
             raise SessionError("in-memory session has a path", kind="invalid_state")
-        generation = store.generation
-        store.append(entry)
-        index = len(store) - 1
-        self._tree.on_append(index)
+        generation = index.generation
+        index.append(entry)
         kind = entry.get("type")
-        if store.generation != generation:
-            # the file had changed on disk and was indexed again: labels and name as the file has them now
+        if index.generation != generation:
+            # the session had changed and was read again: labels and name as it has them now
             self._index_labels_and_name()
         elif kind == "label":
             self._apply_label(entry)
         elif kind == "session_info":
             self._apply_session_info(entry)
-        self._leaf = self._leaf_after(index)
+        if kind == "leaf":
+            target = entry.get("targetId")
+            self._leaf = target if isinstance(target, str) else None
+        else:
+            self._leaf = entry["id"]
 
     def append_message(self, message: dict[str, Any]) -> str:
         """Append a ``message`` entry (any role) under the leaf; returns its id."""
@@ -439,7 +409,7 @@ class SessionManager:
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
         """Set (or, with ``None``/``""``, clear) the label of ``target_id``."""
         with self._lock:
-            if self._store.index_of(target_id) is None:
+            if not self._index.contains(target_id):
                 raise SessionNotFoundError(f"Entry {target_id} not found")
             return self._append(lambda i, p, t: E.label_entry(i, p, t, target_id, label))
 
@@ -471,7 +441,7 @@ class SessionManager:
     def branch(self, entry_id: str) -> None:
         """Move the leaf to ``entry_id`` (nothing is deleted; the next append branches from there)."""
         with self._lock:
-            if self._store.index_of(entry_id) is None:
+            if not self._index.contains(entry_id):
                 raise SessionNotFoundError(f"Entry {entry_id} not found")
             self._move_leaf(entry_id)
 
@@ -493,7 +463,7 @@ class SessionManager:
         ``fromId`` records the abandoned leaf (``"root"`` when there was none), as the design articles say.
         """
         with self._lock:
-            if branch_from_id is not None and self._store.index_of(branch_from_id) is None:
+            if branch_from_id is not None and not self._index.contains(branch_from_id):
                 raise SessionNotFoundError(f"Entry {branch_from_id} not found")
             abandoned = self._leaf
             self._leaf = branch_from_id
@@ -525,16 +495,16 @@ class SessionManager:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Group several writes: no other thread's write lands between them (one transaction in SQL stores)."""
-        with self._lock:
+        with self._lock, self._index.transaction():
             yield
 
     def sync(self) -> None:
         """Make every write durable now (fsync); the harness calls this at save points."""
-        self._store.sync()
+        self._index.sync()
 
     def close(self) -> None:
         """Release the writer lock and the file; the manager must not be used to write afterwards."""
-        self._store.close()
+        self._index.close()
 
     def __enter__(self) -> SessionManager:
         return self
@@ -543,10 +513,10 @@ class SessionManager:
         self.close()
 
     def _replace_store(
-        self, store: EntryStore, *, session_dir: Path | None = None, cwd: str | None = None
+        self, store: EntryStore | SessionIndex, *, session_dir: Path | None = None, cwd: str | None = None
     ) -> None:
-        old = self._store
-        if old is not store:
+        old = self._index
+        if old is not store and getattr(old, "store", None) is not store:
             old.close()
         if session_dir is not None:
             self._session_dir = session_dir
@@ -554,19 +524,22 @@ class SessionManager:
             self._cwd = cwd
         self._attach(store)
 
-    @staticmethod
-    def _new_store(path: Path | None, header: dict[str, Any], durability: Durability) -> EntryStore:
-        if path is None:
-            return MemoryStore(header=header)
-        ensure_private_dir(path.parent)
-        return JsonlStore.create(path, header, durability=durability)
+    def _spawn(
+        self, header: dict[str, Any], file_name: str, lines: builtins.list[dict[str, Any] | bytes] | None
+    ) -> EntryStore | SessionIndex:
+        """A new session beside this one (``lines`` written at once; ``None``: nothing until the first entry)."""
+        if self.spawner is not None:
+            return self.spawner(header, lines)
+        if not self._persist:
+            return MemoryStore(header=header, entries=lines or ())
+        directory = Path(self.get_session_dir() or ".")
+        ensure_private_dir(directory)
+        if lines is None:
+            return JsonlStore.create(directory / file_name, header, durability=self.durability)
+        return JsonlStore.write_new(directory / file_name, header, lines, durability=self.durability)
 
     def _fresh_header(self, session_id: str | None, parent_session: str | None) -> tuple[dict[str, Any], str]:
         sid = session_id if session_id is not None else self.session_id_factory()
         assert_valid_session_id(sid)  # a factory's output too: the id becomes part of a file name
         ts = self._now_iso()
         return E.session_header(sid, ts, self._cwd, parent_session), session_file_name(ts, sid)
-
-
-def _resolve(cwd: str) -> str:
-    return resolve_cwd(cwd)

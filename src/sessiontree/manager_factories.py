@@ -209,32 +209,29 @@ def _refuse_read_only(manager: SessionManager, what: str) -> None:
 
 def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id: str | None) -> str | None:
     _refuse_read_only(manager, "create a branched session")
-    store = manager.store
-    positions = manager._path_positions(leaf_id)
-    if not positions:
+    path = manager.get_path_view(leaf_id)
+    if not len(path):
         raise SessionNotFoundError(f"Entry {leaf_id} not found")
     lines: list[dict[str, Any] | bytes] = []
     kept_ids: set[str] = set()
     dropped: set[str] = set()
     previous: str | None = None
-    for pos in positions:
-        entry_id = store.id_at(pos)
-        if store.type_at(pos) == "label":
+    parents = path.parents
+    for i, (entry_id, kind) in enumerate(zip(path.ids, path.types, strict=True)):
+        if kind == "label":
             dropped.add(entry_id)
             continue
-        parent = store.parent_at(pos)
-        if parent in dropped:
+        if parents[i] in dropped:
             # pi leaves this entry pointing at a dropped label (an orphan root); keep the chain instead.
-            lines.append({**store.entry_at(pos), "parentId": previous})
+            lines.append({**path[i], "parentId": previous})
         else:
-            lines.append(store.raw_at(pos))
+            lines.append(path.raw(i))
         kept_ids.add(entry_id)
         previous = entry_id
-    parent_file = manager.get_session_file() if manager.is_persisted() else None
     sid = session_id if session_id is not None else manager.session_id_factory()
     assert_valid_session_id(sid)
     ts = iso_from_ms(manager.clock())
-    header = E.session_header(sid, ts, manager.get_cwd(), parent_file)
+    header = E.session_header(sid, ts, manager.get_cwd(), manager.index.location)
     used = set(kept_ids)
     for target, label in manager.get_labels().items():
         if target not in kept_ids:
@@ -244,20 +241,7 @@ def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id
         label_ts = manager.get_label_timestamp(target) or ts
         lines.append(E.label_entry(new_id, previous, label_ts, target, label))
         previous = new_id
-    new_store: EntryStore
-    if manager.is_persisted():
-        directory = Path(manager.get_session_dir() or ".")
-        ensure_private_dir(directory)
-        new_store = JsonlStore.write_new(
-            directory / session_file_name(ts, sid), header, lines, durability=manager.durability
-        )
-    else:
-        from . import _json
-
-        new_store = MemoryStore(
-            header=header, entries=[_json.loads(x) if isinstance(x, bytes) else x for x in lines]
-        )
-    manager._replace_store(new_store)
+    manager._replace_store(manager._spawn(header, session_file_name(ts, sid), lines))
     return manager.get_session_file()
 
 
@@ -266,9 +250,7 @@ def new_session(manager: SessionManager, *, id: str | None, parent_session: str 
     if id is not None:
         assert_valid_session_id(id)
     header, name = manager._fresh_header(id, parent_session)
-    directory = Path(manager.get_session_dir()) if manager.is_persisted() else None
-    path = directory / name if directory is not None else None
-    manager._replace_store(manager._new_store(path, header, manager.durability))
+    manager._replace_store(manager._spawn(header, name, None))
     return manager.get_session_file()
 
 

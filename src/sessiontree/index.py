@@ -1,0 +1,288 @@
+"""What a ``SessionManager`` reads and writes through: one session's entries, paths, tree, labels and name.
+
+``SessionIndex`` is the protocol every back end supplies; ``LocalIndex`` implements it for the stores that
+hold an envelope index of the whole session in memory (JSONL files, memory, and SQL sessions loaded whole).
+It must not decide leaves, labels or contexts (the manager and ``context.py`` do); it only answers lookups.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, overload
+
+from .storage.base import EntryStore, Problem
+from .tree import TreeIndex, TreeNode
+
+__all__ = ["LocalIndex", "PathView", "SessionIndex"]
+
+Entry = dict[str, Any]
+
+
+class PathView(Sequence[Entry]):
+    """A root-first path whose types, ids and parents are known up front; entries are decoded on demand.
+
+    ``load(i)`` decodes entry ``i`` of the path and ``raw(i)`` gives its exact line; a view may also be
+    sparse (only the entries a context needs, in path order), which ``context.py`` cannot tell apart.
+    """
+
+    __slots__ = ("_load", "_parents", "_raw", "ids", "types")
+
+    def __init__(
+        self,
+        ids: list[str],
+        types: list[str],
+        parents: list[str | None] | Callable[[], list[str | None]],
+        load: Callable[[int], Entry],
+        raw: Callable[[int], bytes],
+    ) -> None:
+        self.ids = ids
+        self.types = types
+        self._parents = parents
+        self._load = load
+        self._raw = raw
+
+    @property
+    def parents(self) -> list[str | None]:
+        """Every entry's ``parentId`` (computed on first use)."""
+        if callable(self._parents):
+            self._parents = self._parents()
+        return self._parents
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self._load(i) for i in range(len(self.ids))[index]]
+        if index < 0:
+            index += len(self.ids)
+        if not 0 <= index < len(self.ids):
+            raise IndexError(index)
+        return self._load(index)
+
+    def raw(self, index: int) -> bytes:
+        """The exact line of entry ``index`` (without its newline)."""
+        return self._raw(index)
+
+
+class SessionIndex(ABC):
+    """One session as the manager sees it. Reads are answered from the back end; writes append entries.
+
+    ``generation`` changes when the back end re-reads the session because another writer changed it; the
+    manager then asks for labels and the leaf again.
+    """
+
+    path: Path | None
+    read_only: bool
+
+    @property
+    @abstractmethod
+    def header(self) -> dict[str, Any] | None:
+        """The session header (``None`` for a new session that has none yet)."""
+
+    @property
+    @abstractmethod
+    def problems(self) -> list[Problem]:
+        """Problems found while loading or writing (the manager adds reference problems and cycles)."""
+
+    @property
+    @abstractmethod
+    def generation(self) -> int:
+        """Changes whenever the session was read again from scratch."""
+
+    @property
+    def remote(self) -> bool:
+        """Whether calls can wait on a network: async callers run them in a worker thread."""
+        return False
+
+    @property
+    def location(self) -> str | None:
+        """Where the session lives, as a header's ``parentSession`` names it (a file path, a store URL)."""
+        return str(self.path) if self.path is not None else None
+
+    @property
+    @abstractmethod
+    def is_persisted(self) -> bool:
+        """Whether the header has been written."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of entries (duplicate ids included)."""
+
+    @abstractmethod
+    def last_leaf(self) -> str | None:
+        """The leaf after replaying the session: the last entry's id (a ``leaf`` entry's target)."""
+
+    @abstractmethod
+    def contains(self, entry_id: str) -> bool:
+        """Whether some entry has this id."""
+
+    @abstractmethod
+    def get_entry(self, entry_id: str) -> Entry | None:
+        """The entry with this id (its last copy), decoded."""
+
+    @abstractmethod
+    def entries(self) -> list[Entry]:
+        """Every entry in append order."""
+
+    @abstractmethod
+    def path_view(self, leaf_id: str | None) -> PathView:
+        """The whole path root -> ``leaf_id`` (empty for ``None`` or an unknown id)."""
+
+    def context_view(self, leaf_id: str | None) -> PathView:
+        """The entries of the path that building the context at ``leaf_id`` needs (the whole path here)."""
+        return self.path_view(leaf_id)
+
+    @abstractmethod
+    def children(self, entry_id: str) -> list[Entry]:
+        """Entries whose parent is ``entry_id`` (pi's ``getChildren``)."""
+
+    @abstractmethod
+    def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
+        """pi's ``getTree()`` with these labels."""
+
+    @abstractmethod
+    def cycle_problems(self) -> list[Problem]:
+        """Problems found by walking the tree (cycles), each reported once."""
+
+    @abstractmethod
+    def label_and_name_entries(self) -> list[Entry]:
+        """Every ``label`` and ``session_info`` entry, in append order."""
+
+    @abstractmethod
+    def append(self, entry: Mapping[str, Any]) -> None:
+        """Persist one entry as the next in append order."""
+
+    @abstractmethod
+    def prepare_write(self) -> None:
+        """Take the writer role before an entry is built (see ``EntryStore.prepare_write``)."""
+
+    @abstractmethod
+    def set_header(self, header: Mapping[str, Any]) -> None:
+        """The header of a new session (written with the first entry)."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group appends: one transaction where the back end has them (SQL); nothing to do for files."""
+        yield
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Make every appended entry durable now."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the writer role and connections; idempotent."""
+
+
+class LocalIndex(SessionIndex):
+    """``SessionIndex`` over a store that indexes every envelope in memory, with a ``TreeIndex`` beside it."""
+
+    def __init__(self, store: EntryStore) -> None:
+        self.store = store
+        self.path = store.path
+        self.read_only = store.read_only
+        self.tree_index = TreeIndex(store)
+
+    @property
+    def header(self) -> dict[str, Any] | None:
+        return self.store.header
+
+    @property
+    def problems(self) -> list[Problem]:
+        return self.store.problems
+
+    @property
+    def generation(self) -> int:
+        return self.store.generation
+
+    @property
+    def remote(self) -> bool:
+        return self.store.remote
+
+    @property
+    def is_persisted(self) -> bool:
+        return self.store.is_persisted
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def last_leaf(self) -> str | None:
+        store = self.store
+        if not len(store):
+            return None
+        last = len(store) - 1
+        if store.type_at(last) == "leaf":
+            target = store.entry_at(last).get("targetId")
+            return target if isinstance(target, str) else None
+        return store.id_at(last)
+
+    def contains(self, entry_id: str) -> bool:
+        return self.store.index_of(entry_id) is not None
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        i = self.store.index_of(entry_id)
+        return None if i is None else self.store.entry_at(i)
+
+    def entries(self) -> list[Entry]:
+        return self.store.entries()
+
+    def positions(self, leaf_id: str | None) -> list[int]:
+        """Store positions of the path root -> ``leaf_id``."""
+        if leaf_id is None:
+            return []
+        i = self.store.index_of(leaf_id)
+        return [] if i is None else self.tree_index.path_to_root(i)
+
+    def path_view(self, leaf_id: str | None) -> PathView:
+        store = self.store
+        positions = self.positions(leaf_id)
+        return PathView(
+            store.ids_at(positions),
+            store.types_at(positions),
+            lambda: [store.parent_at(p) for p in positions],
+            lambda i: store.entry_at(positions[i]),
+            lambda i: store.raw_at(positions[i]),
+        )
+
+    def children(self, entry_id: str) -> list[Entry]:
+        return [self.store.entry_at(i) for i in self.tree_index.children_of(entry_id)]
+
+    def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
+        return self.tree_index.get_tree(labels)
+
+    def cycle_problems(self) -> list[Problem]:
+        self.tree_index.find_cycles()
+        return self.tree_index.problems
+
+    def label_and_name_entries(self) -> list[Entry]:
+        store = self.store
+        types = store.types_at(range(len(store)))
+        if "label" not in types and "session_info" not in types:
+            return []
+        return [store.entry_at(i) for i, kind in enumerate(types) if kind in ("label", "session_info")]
+
+    def append(self, entry: Mapping[str, Any]) -> None:
+        self.store.append(entry)
+        self.tree_index.on_append(len(self.store) - 1)
+
+    def prepare_write(self) -> None:
+        self.store.prepare_write()
+
+    def set_header(self, header: Mapping[str, Any]) -> None:
+        self.store.set_header(header)
+
+    def sync(self) -> None:
+        self.store.sync()
+
+    def close(self) -> None:
+        self.store.close()
