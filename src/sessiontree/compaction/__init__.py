@@ -78,8 +78,8 @@ from .summarize import (
     generate_summary,
     generate_turn_prefix_summary,
 )
+from .resolve import MODEL_ENV, resolve_summarizer
 from .summarizer import (
-    MODEL_ENV,
     BranchSummaryError,
     CompactionError,
     LlmSummarizer,
@@ -87,7 +87,6 @@ from .summarizer import (
     SummaryKind,
     SummaryRequest,
     reply_text,
-    resolve_summarizer,
 )
 
 __all__ = [
