@@ -19,16 +19,20 @@ from ..compaction.offline import OfflineSummarizer
 from ..compaction.prompts import NO_CONTENT_TO_SUMMARIZE
 from ..compaction.settings import DEFAULT_BRANCH_SUMMARY_SETTINGS, BranchSummarySettings
 from ..compaction.summarizer import Summarizer
-from ..errors import SessionNotFoundError
+from ..errors import SessionError, SessionNotFoundError
 from ..llm.types import AbortSignal
+from ..manager import SessionManager
 
 __all__ = [
     "BranchMove",
+    "ForkResult",
     "NavigableSession",
     "NavigationPlan",
     "apply_navigation",
     "branch_to",
+    "clone_session",
     "editor_text_of",
+    "fork_session",
     "plan_navigation",
     "summarize_abandoned",
 ]
@@ -61,6 +65,7 @@ class BranchMove:
     editor_text: str | None = None
     summary_entry: Entry | None = None
     entries_abandoned: int = 0
+    cancelled: bool = False
 
 
 @dataclass(slots=True)
@@ -201,3 +206,35 @@ async def branch_to(
     if result is None:
         return apply_navigation(session, plan)
     return apply_navigation(session, plan, result.summary, result.details)
+
+
+@dataclass(slots=True)
+class ForkResult:
+    """A fork: the text of the user message it was made before (for the editor) and the new session file."""
+
+    selected_text: str
+    session_file: str | None
+
+
+def fork_session(manager: SessionManager, entry_id: str) -> ForkResult:
+    """pi's ``/fork``: continue in a new session holding the path up to (not including) the user message
+    ``entry_id``; a fork before the first message is an empty session whose parent is this one."""
+    entry = manager.get_entry(entry_id)
+    message = entry.get("message") if entry is not None else None
+    if entry is None or entry.get("type") != "message" or not isinstance(message, dict):
+        raise SessionError("Invalid entry ID for forking", kind="invalid_argument")
+    if message.get("role") != "user":
+        raise SessionError("Invalid entry ID for forking", kind="invalid_argument")
+    text = editor_text_of(message.get("content"))
+    parent = entry.get("parentId")
+    if isinstance(parent, str):
+        return ForkResult(text, manager.create_branched_session(parent))
+    return ForkResult(text, manager.new_session(parent_session=manager.get_session_file()))
+
+
+def clone_session(manager: SessionManager) -> str | None:
+    """pi's ``/clone``: continue in a new session holding the current path, leaf included."""
+    leaf = manager.get_leaf_id()
+    if leaf is None:
+        raise SessionError("Nothing to clone yet", kind="invalid_state")
+    return manager.create_branched_session(leaf)
