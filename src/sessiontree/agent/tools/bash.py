@@ -112,7 +112,8 @@ class _Output:
 
 
 def _format(content: str, cut: Truncation, path: str | None, empty: str = "(no output)") -> tuple[str, Any]:
-    text = content or empty
+    # The final newline ends the last line; it is not part of what the model needs to read.
+    text = (content[:-1] if content.endswith("\n") else content) or empty
     if not cut.truncated:
         return text, None
     start, end = cut.total_lines - cut.output_lines + 1, cut.total_lines
@@ -182,30 +183,32 @@ async def _run(
                 group.cancel_scope.cancel()
                 return
 
-    with anyio.CancelScope() as scope:
-        if timeout > 0:
-            scope.deadline = anyio.current_time() + timeout
+    try:
+        with anyio.CancelScope() as scope:
+            if timeout > 0:
+                scope.deadline = anyio.current_time() + timeout
 
-        def on_abort() -> None:
-            nonlocal outcome
-            outcome = "aborted"
+            def on_abort() -> None:
+                nonlocal outcome
+                outcome = "aborted"
+                _kill(process)
+                scope.cancel()
+
+            remove = signal.add_callback(on_abort) if signal is not None else None
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(read)
+                    group.start_soon(wait_then_stop_reading, group)
+            finally:
+                if remove is not None:
+                    remove()
+        if scope.cancelled_caught and outcome == "exit":
+            outcome = "timeout"
+        if outcome != "exit":
             _kill(process)
-            scope.cancel()
-
-        remove = signal.add_callback(on_abort) if signal is not None else None
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(read)
-                group.start_soon(wait_then_stop_reading, group)
-        finally:
-            if remove is not None:
-                remove()
-    if scope.cancelled_caught and outcome == "exit":
-        outcome = "timeout"
-    if outcome != "exit":
-        _kill(process)
+    finally:
         with anyio.CancelScope(shield=True):
-            await process.wait()
+            await process.aclose()
     content, cut, path = output.finish()
     text, details = _format(content, cut, path, "" if outcome != "exit" else "(no output)")
     if outcome == "aborted":
