@@ -16,6 +16,7 @@ from sessiontree.agent import (
     HarnessError,
     ScriptedModel,
     ScriptedRequest,
+    SyncHarness,
     reply,
     tool_call,
 )
@@ -421,3 +422,20 @@ async def test_shutdown_is_permanent_and_drops_queues_and_pending_writes() -> No
     with pytest.raises(HarnessError) as error:
         await h.prompt("hi")
     assert error.value.kind == "invalid_state"
+
+
+def test_the_sync_runner_drives_the_harness_from_plain_code() -> None:
+    model = ScriptedModel([reply("hi"), reply("again")])
+    events = Recorder()
+    h = harness(model)
+    h.subscribe(events)
+    with SyncHarness(h) as agent:
+        assert agent.prompt("hello")["content"][0]["text"] == "hi"
+        agent.call(h.set_thinking_level, "low")
+        agent.next_turn("before")
+        assert agent.prompt("second")["content"][0]["text"] == "again"
+        assert agent.resume() is None
+    assert model.requests[1].texts() == ["hello", "before", "second"]
+    assert "thinking_level_update" in events.types()
+    with pytest.raises(HarnessError, match="shut down"):
+        anyio.run(h.prompt, "closing the runner shut the harness down")

@@ -4,13 +4,22 @@ Each request works on a frozen turn snapshot; what callers write while a run is 
 after the run's own messages; every turn boundary is a durable save point; compaction happens by itself;
 the tree can be navigated; an interrupted run can be resumed. This module is the public face: it validates,
 guards the phase and delegates (runs to ``run.py``, storage to the ``AsyncSession`` facade, compaction to
-``compaction_policy``, navigation to ``navigation``); it never calls the ``SessionManager`` directly.
+``compaction_policy``, navigation to ``branching``/``navigation``); it never calls the ``SessionManager``
+directly.
+
+Events (dicts with ``"type"`` and pi's camelCase payload keys): the loop's ``agent_start``, ``turn_start``,
+``message_start/update/end``, ``tool_execution_start/update/end``, ``turn_end``, ``agent_end``; the
+harness's ``save_point``, ``settled``, ``queue_update``, ``abort``, ``model_update``,
+``thinking_level_update``, ``tools_update``, ``compaction_start/end``, ``session_compact``,
+``session_tree`` and, beyond pi, ``resume {kind, rerun, interrupted}``.
 
 Decisions where pi and the issue are silent: synchronous setters (``set_model``, ``steer``...) return an
 awaitable; awaiting it delivers their event at once, otherwise it goes out at the harness's next await. When
 idle on a local store a setter writes at once; on a remote store it is queued and flushed before the next
 run (or by ``flush_pending_session_writes``). Before a run the live model, thinking level and active tools
-are recorded on the path where they differ from it, so navigation can restore them (SPEC A2).
+are recorded on the path where they differ from it, so navigation can restore them (SPEC A2). The phase
+stays busy until a prompt's post-run work (automatic compaction, its retry) is over, so ``settled`` comes
+once per prompt; writes buffered during ``compact``/``navigate_tree`` are flushed when they end.
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from ..compaction import (
     OfflineSummarizer,
     Summarizer,
 )
-from ..compaction.summarizer import BranchSummaryError
+from ..compaction.summarizer import BranchSummaryError, CompactionError
+from ..errors import SessionError
 from ..llm.models import ModelRegistry
 from ..llm.stream import stream as llm_stream
 from ..llm.types import AbortSignal, Model, StreamOptions, ThinkingLevel
@@ -63,14 +73,19 @@ class AbortResult:
     cleared_follow_up: list[AgentMessage]
 
 
-def _normalize(error: BaseException, kind: str) -> HarnessError:
-    if isinstance(error, BranchSummaryError):
-        return HarnessError(str(error), kind="branch_summary", cause=error)
+def _normalize(error: BaseException, fallback: str) -> HarnessError:
+    """``error`` as a ``HarnessError``: subsystem errors keep their family (pi's wrapping), others the
+    ``fallback`` kind; the original stays as ``cause``."""
     if isinstance(error, HarnessError):
         return error
-    if getattr(error, "kind", None) and kind == "session":
-        return HarnessError(str(error), kind="session", cause=error)
-    return hook_error(error, kind)
+    for family, kind in (
+        (BranchSummaryError, "branch_summary"),
+        (CompactionError, "compaction"),
+        (SessionError, "session"),
+    ):
+        if isinstance(error, family):
+            return HarnessError(str(error), kind=kind, cause=error)
+    return hook_error(error, fallback)
 
 
 def _summarizer(summarizer: Summarizer | Model | None, api_key: str | None) -> Summarizer:
@@ -294,7 +309,8 @@ class AgentHarness:
         self._parts.signal = AbortSignal()
         self._done = anyio.Event()
 
-    async def _end(self) -> None:
+    async def _end(self, *, run: bool = False) -> None:
+        """Back to idle: flush what is still buffered; a run also announces ``settled``."""
         parts = self._parts
         try:
             await parts.writes.flush(parts.session)
@@ -302,7 +318,8 @@ class AgentHarness:
             parts.phase, parts.signal = "idle", None
             done, self._done = self._done, None
             try:
-                await parts.bus.emit({"type": "settled", "nextTurnCount": len(parts.queues.next_turn)})
+                if run:
+                    await parts.bus.emit({"type": "settled", "nextTurnCount": len(parts.queues.next_turn)})
             finally:
                 if done is not None:
                     done.set()
@@ -345,7 +362,7 @@ class AgentHarness:
         except Exception as error:
             raise _normalize(error, "unknown") from error
         finally:
-            await self._end()
+            await self._end(run=True)
 
     async def resume(self) -> AgentMessage | None:
         """Finish a run that was interrupted (a crash, a kill); None when the last run finished.
@@ -380,7 +397,7 @@ class AgentHarness:
         except Exception as error:
             raise _normalize(error, "unknown") from error
         finally:
-            await self._end()
+            await self._end(run=True)
 
     async def abort(self) -> AbortResult:
         """Abort the run (steer and follow-up queues are cleared; next-turn messages and pending writes stay)."""
@@ -416,6 +433,7 @@ class AgentHarness:
         self._begin("compaction")
         parts = self._parts
         try:
+            await parts.writes.flush(parts.session)
             await parts.bus.emit(ev.compaction_start("manual"))
             try:
                 entry = await parts.compactor.compact(
@@ -426,7 +444,7 @@ class AgentHarness:
                 await parts.bus.emit(
                     ev.compaction_end("manual", aborted=aborted, error_message=f"Compaction failed: {error}")
                 )
-                raise HarnessError(str(error), kind="compaction", cause=error) from error
+                raise _normalize(error, "compaction") from error
             await parts.bus.emit(ev.compaction_end("manual", result=entry))
             return entry
         finally:
@@ -449,6 +467,7 @@ class AgentHarness:
         """
         self._begin("branch_summary")
         try:
+            await self._parts.writes.flush(self._parts.session)
             return await navigate(
                 self._parts,
                 target_id,
@@ -465,6 +484,7 @@ class AgentHarness:
     async def _switch(self, work: Any, *args: Any) -> Any:
         self._begin("branch_summary")
         try:
+            await self._parts.writes.flush(self._parts.session)
             result = await self._parts.session.run(work, *args)
             self._parts.cache.invalidate()
             await restore_settings(self._parts)
