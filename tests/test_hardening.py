@@ -306,50 +306,47 @@ def test_reads_while_another_thread_appends_see_a_consistent_snapshot(tmp_path: 
 
 
 # -- 10. many processes race for one session -------------------------------------------------------------
-def _race_to_create(path: str, start: Any, results: Any) -> None:
+def _open_and_write(path: str) -> SessionManager:
+    manager = SessionManager.open(path)
+    manager.append_message(user(f"from {os.getpid()}"))
+    return manager
+
+
+def _create_and_write(directory: str) -> SessionManager:
+    manager = SessionManager.create(directory, directory, id="same", clock=lambda: 1_735_689_600_000)
+    manager.append_message(user(f"from {os.getpid()}"))
+    return manager
+
+
+def _race(how: str, where: str, start: Any, release: Any, results: Any) -> None:
     start.wait()
     try:
-        manager = SessionManager.open(path)
-        manager.append_message(user(f"from {os.getpid()}"))
+        manager = (_open_and_write if how == "open" else _create_and_write)(where)
         results.put("writer")
-        time.sleep(0.5)  # hold the writer role while the others try
+        release.wait(60)  # hold the writer role until every other process has tried
         manager.close()
     except SessionLockedError:
         results.put("locked")
-    except BaseException as exc:
+    except BaseException as exc:  # reported to the parent
         results.put(f"{type(exc).__name__}: {exc}")
 
 
-def _race_to_create_by_id(directory: str, start: Any, results: Any) -> None:
-    start.wait()
-    try:
-        manager = SessionManager.create(directory, directory, id="same", clock=lambda: 1_735_689_600_000)
-        manager.append_message(user(f"from {os.getpid()}"))
-        results.put("writer")
-        time.sleep(0.5)
-        manager.close()
-    except SessionLockedError:
-        results.put("locked")
-    except BaseException as exc:
-        results.put(f"{type(exc).__name__}: {exc}")
-
-
-@pytest.mark.parametrize("target", [_race_to_create, _race_to_create_by_id])
-def test_every_loser_of_a_race_to_create_gets_session_locked_error(tmp_path: Path, target: Any) -> None:
+@pytest.mark.parametrize("how", ["open", "create"])
+def test_every_loser_of_a_race_to_create_gets_session_locked_error(tmp_path: Path, how: str) -> None:
     ctx = multiprocessing.get_context("fork")
-    for _round in range(3):
-        directory = tmp_path / f"round{_round}"
+    for n in range(3):
+        directory = tmp_path / f"round{n}"
         directory.mkdir()
-        path = directory / "s.jsonl"
-        start, results = ctx.Event(), ctx.Queue()
-        where = str(path) if target is _race_to_create else str(directory)
-        procs = [ctx.Process(target=target, args=(where, start, results)) for _ in range(8)]
+        where = str(directory / "s.jsonl") if how == "open" else str(directory)
+        start, release, results = ctx.Event(), ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(how, where, start, release, results)) for _ in range(8)]
         for proc in procs:
             proc.start()
         start.set()
+        outcomes = sorted(results.get(timeout=60) for _ in procs)
+        release.set()
         for proc in procs:
             proc.join(30)
-        outcomes = sorted(results.get(timeout=5) for _ in procs)
         assert outcomes == ["locked"] * 7 + ["writer"], outcomes
         (session,) = directory.iterdir()
         written = SessionManager.open(session, read_only=True)

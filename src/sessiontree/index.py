@@ -131,6 +131,10 @@ class SessionIndex(ABC):
         """The entry with this id (its last copy), decoded."""
 
     @abstractmethod
+    def position(self, entry_id: str) -> int | None:
+        """The append-order position (0-based) of the entry with this id (its last copy)."""
+
+    @abstractmethod
     def entries(self) -> list[Entry]:
         """Every entry in append order."""
 
@@ -232,6 +236,9 @@ class LocalIndex(SessionIndex):
     def get_entry(self, entry_id: str) -> Entry | None:
         i = self.store.index_of(entry_id)
         return None if i is None else self.store.entry_at(i)
+
+    def position(self, entry_id: str) -> int | None:
+        return self.store.index_of(entry_id)
 
     def entries(self) -> list[Entry]:
         return self.store.entries()

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager
+from sessiontree.agent.navigation import branch_to
 from sessiontree.compaction import (
     BranchSummaryError,
     CompactionError,
     CompactionSettings,
-    branch_to,
     compact_if_needed,
     compact_session,
 )

@@ -157,7 +157,7 @@ def test_split_turn_without_history_uses_no_prior_history() -> None:
 
 
 def test_bench_function_prepares_a_synthetic_session() -> None:
-    from sessiontree.compaction.bench import bench_prepare_compaction
+    from bench.compaction_prepare import bench_prepare_compaction
 
     result = bench_prepare_compaction(2000, repeat=1)
     # 500 turns of 4 entries; the last ~20000 tokens stay verbatim, everything before is summarized.

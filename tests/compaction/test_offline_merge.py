@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 
 from sessiontree import SessionManager
-from sessiontree.compaction import CompactionSettings, OfflineSummarizer, branch_to, summarize_offline
+from sessiontree.agent.navigation import branch_to
+from sessiontree.compaction import CompactionSettings, OfflineSummarizer, summarize_offline
 from sessiontree.compaction.offline_merge import parse_summary
 from sessiontree.compaction.session_ops import compact_session
 from sessiontree.llm.convert import branch_summary_text

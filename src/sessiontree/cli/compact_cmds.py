@@ -17,12 +17,11 @@ from rich.markup import escape
 
 from .. import SessionManager
 from .._json import dumps
+from ..agent.navigation import BranchMove, branch_to
 from ..compaction import (
     DEFAULT_COMPACTION_SETTINGS,
-    BranchMove,
     CompactionSettings,
     Summarizer,
-    branch_to,
     compact_session,
     resolve_summarizer,
 )

@@ -19,8 +19,9 @@ from rich.panel import Panel
 from rich.rule import Rule
 
 from .. import SessionManager
+from ..agent.navigation import branch_to
 from ..compaction.offline import OfflineSummarizer
-from ..compaction.session_ops import branch_to, compact_session
+from ..compaction.session_ops import compact_session
 from ..compaction.settings import CompactionSettings
 from ..errors import SessionError
 from ..llm.convert import convert_to_llm

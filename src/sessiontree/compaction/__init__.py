@@ -1,8 +1,9 @@
 """Compaction and branch summarization: condense old history into a summary, keep the recent part verbatim,
-and leave a summary of abandoned branches behind.
+and summarize abandoned branches.
 
 Public API of the package; the modules hold the pieces (cut points, preparation, prompts, summarizers,
-session operations). Nothing here talks to a provider except through a ``Summarizer``.
+compaction applied to a session). Nothing here talks to a provider except through a ``Summarizer``, and
+nothing here moves the leaf: tree navigation lives in ``sessiontree.agent.navigation``.
 """
 
 from __future__ import annotations
@@ -55,15 +56,17 @@ from .prompts import (
     TURN_PREFIX_SUMMARIZATION_PROMPT,
     UPDATE_SUMMARIZATION_PROMPT,
 )
+from .resolve import MODEL_ENV, resolve_summarizer
 from .serialize import (
     serialize_conversation,
 )
 from .session_ops import (
-    BranchMove,
     CompactableSession,
-    branch_to,
+    CompactionPlan,
+    apply_compaction,
     compact_if_needed,
     compact_session,
+    plan_compaction,
 )
 from .settings import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
@@ -79,7 +82,6 @@ from .summarize import (
     generate_turn_prefix_summary,
 )
 from .summarizer import (
-    MODEL_ENV,
     BranchSummaryError,
     CompactionError,
     LlmSummarizer,
@@ -87,7 +89,6 @@ from .summarizer import (
     SummaryKind,
     SummaryRequest,
     reply_text,
-    resolve_summarizer,
 )
 
 __all__ = [
@@ -105,13 +106,13 @@ __all__ = [
     "TURN_PREFIX_SUMMARIZATION_PROMPT",
     "UPDATE_SUMMARIZATION_PROMPT",
     "BranchEntries",
-    "BranchMove",
     "BranchPreparation",
     "BranchSummaryError",
     "BranchSummaryResult",
     "BranchSummarySettings",
     "CompactableSession",
     "CompactionError",
+    "CompactionPlan",
     "CompactionPreparation",
     "CompactionResult",
     "CompactionSettings",
@@ -123,8 +124,8 @@ __all__ = [
     "Summarizer",
     "SummaryKind",
     "SummaryRequest",
+    "apply_compaction",
     "branch_entry_to_message",
-    "branch_to",
     "branch_token_budget",
     "collect_entries_for_branch_summary",
     "compact",
@@ -142,6 +143,7 @@ __all__ = [
     "generate_summary",
     "generate_turn_prefix_summary",
     "is_valid_cut_point",
+    "plan_compaction",
     "prepare_branch_entries",
     "prepare_compaction",
     "reply_text",

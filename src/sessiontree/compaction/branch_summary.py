@@ -1,7 +1,7 @@
 """Branch summary generation: what an abandoned branch taught, as text for the branch it returns to.
 
 Summarizes collected entries through a ``Summarizer`` (B§8.4 with the design articles' sections); it never
-moves the leaf or writes entries (``session_ops`` does that).
+moves the leaf or writes entries (``sessiontree.agent.navigation`` does that).
 """
 
 from __future__ import annotations

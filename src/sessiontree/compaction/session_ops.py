@@ -1,7 +1,11 @@
-"""Compaction and branch summaries applied to a session: prepare on its path, summarize, append the entry.
+"""Compaction applied to a session: prepare on its path, summarize, append the compaction entry.
 
 The only part of the package that writes, and only through the session's own append methods; it holds no
-summarization logic of its own (``prepare``, ``summarize``, ``branch_summary`` do).
+summarization logic of its own (``prepare`` and ``summarize`` do). ``compact_session`` and
+``compact_if_needed`` stay in this package because they only summarize and append one entry; moving the
+leaf and attaching branch summaries (tree navigation) belongs to ``sessiontree.agent.navigation``.
+Both steps that touch the session (``plan_compaction``, ``apply_compaction``) are plain synchronous calls, so
+an async runtime can run them through its own storage facade around the awaited summary.
 """
 
 from __future__ import annotations
@@ -10,26 +14,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._json import UNDEFINED
 from ..context import get_session_context_settings
 from ..errors import SessionNotFoundError
 from ..llm.tokens import estimate_context_tokens
 from ..llm.types import AbortSignal
-from .branch_collect import collect_entries_for_branch_summary
-from .branch_summary import generate_branch_summary
 from .offline import OfflineSummarizer
-from .prepare import prepare_compaction
-from .prompts import NO_CONTENT_TO_SUMMARIZE
-from .settings import (
-    DEFAULT_BRANCH_SUMMARY_SETTINGS,
-    DEFAULT_COMPACTION_SETTINGS,
-    BranchSummarySettings,
-    CompactionSettings,
-    should_compact,
-)
-from .summarize import compact
+from .prepare import CompactionPreparation, prepare_compaction
+from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings, should_compact
+from .summarize import CompactionResult, compact
 from .summarizer import CompactionError, Summarizer
 
-__all__ = ["BranchMove", "CompactableSession", "branch_to", "compact_if_needed", "compact_session"]
+__all__ = [
+    "CompactableSession",
+    "CompactionPlan",
+    "apply_compaction",
+    "compact_if_needed",
+    "compact_session",
+    "plan_compaction",
+    "session_path",
+]
 
 Entry = dict[str, Any]
 
@@ -45,8 +49,6 @@ class CompactableSession(Protocol):
 
     def branch(self, entry_id: str) -> None: ...
 
-    def reset_leaf(self) -> None: ...
-
     def append_compaction(
         self,
         summary: str,
@@ -58,16 +60,80 @@ class CompactableSession(Protocol):
         retained_tail: Any = ...,
     ) -> str: ...
 
-    def branch_with_summary(
-        self, branch_from_id: str | None, summary: str, details: Any = ..., from_hook: Any = ...
-    ) -> str: ...
 
-
-def _path(session: CompactableSession, leaf_id: str | None) -> Sequence[Entry]:
+def session_path(session: CompactableSession, leaf_id: str | None = None) -> Sequence[Entry]:
+    """The root-first path to ``leaf_id`` (default: the leaf), lazy when the session offers a path view."""
     view = getattr(session, "get_path_view", None)
     if callable(view):
         return view(leaf_id)  # type: ignore[no-any-return]
     return session.get_branch(leaf_id)
+
+
+@dataclass(slots=True)
+class CompactionPlan:
+    """A compaction ready to summarize: its preparation, the path it was made on, the thinking level there."""
+
+    preparation: CompactionPreparation
+    path: Sequence[Entry]
+    thinking_level: str | None
+    leaf_id: str | None = None
+
+
+def plan_compaction(
+    session: CompactableSession,
+    settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+    *,
+    leaf_id: str | None = None,
+) -> CompactionPlan:
+    """Prepare a compaction of the branch ending at ``leaf_id`` (default: the leaf); nothing is written.
+
+    Raises ``CompactionError`` (``already_compacted``, ``nothing_to_compact``, ``invalid_session``) and
+    ``SessionNotFoundError`` for an unknown ``leaf_id``.
+    """
+    if leaf_id is not None and session.get_entry(leaf_id) is None:
+        raise SessionNotFoundError(f"Entry {leaf_id} not found")
+    path = session_path(session, leaf_id)
+    if len(path) == 0:
+        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+    if path[len(path) - 1].get("type") == "compaction":
+        raise CompactionError("Already compacted", kind="already_compacted")
+    preparation = prepare_compaction(path, settings)
+    if preparation is None:
+        raise CompactionError(
+            "First kept entry has no id - session may need migration", kind="invalid_session"
+        )
+    if not preparation.has_content:
+        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+    level = get_session_context_settings(path).thinking_level
+    return CompactionPlan(preparation, path, level if isinstance(level, str) else None, leaf_id)
+
+
+def apply_compaction(
+    session: CompactableSession,
+    result: CompactionResult,
+    *,
+    leaf_id: str | None = None,
+    from_hook: Any = UNDEFINED,
+    retained_tail: Any = None,
+) -> Entry:
+    """Append ``result`` as a compaction entry at ``leaf_id`` (default: the leaf) and return it as stored.
+
+    ``retained_tail`` defaults to the result's kept messages; ``None`` in both lets the session compute it.
+    """
+    if leaf_id is not None and leaf_id != session.get_leaf_id():
+        session.branch(leaf_id)
+    tail = retained_tail if retained_tail is not None else (result.retained_tail or None)
+    entry_id = session.append_compaction(
+        result.summary,
+        result.first_kept_entry_id,
+        result.tokens_before,
+        result.details,
+        from_hook,
+        retained_tail=tail,
+    )
+    entry = session.get_entry(entry_id)
+    assert entry is not None
+    return entry
 
 
 async def compact_session(
@@ -87,44 +153,17 @@ async def compact_session(
     Raises ``CompactionError`` (``already_compacted``, ``nothing_to_compact``, ``summarization_failed``,
     ``aborted``, ``invalid_session``) and leaves the session untouched when it does.
     """
-    if leaf_id is not None and session.get_entry(leaf_id) is None:
-        raise SessionNotFoundError(f"Entry {leaf_id} not found")
-    path = _path(session, leaf_id)
-    if len(path) == 0:
-        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
-    if path[len(path) - 1].get("type") == "compaction":
-        raise CompactionError("Already compacted", kind="already_compacted")
-    preparation = prepare_compaction(path, settings)
-    if preparation is None:
-        raise CompactionError(
-            "First kept entry has no id - session may need migration", kind="invalid_session"
-        )
-    if not preparation.has_content:
-        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
-    level = (
-        thinking_level if thinking_level is not None else get_session_context_settings(path).thinking_level
-    )
+    plan = plan_compaction(session, settings, leaf_id=leaf_id)
     result = await compact(
-        preparation,
+        plan.preparation,
         summarizer or OfflineSummarizer(),
         custom_instructions=custom_instructions,
-        thinking_level=level if isinstance(level, str) else None,
+        thinking_level=thinking_level if thinking_level is not None else plan.thinking_level,
         signal=signal,
     )
     if signal is not None and signal.aborted:
         raise CompactionError("Compaction cancelled", kind="aborted")
-    if leaf_id is not None and leaf_id != session.get_leaf_id():
-        session.branch(leaf_id)
-    entry_id = session.append_compaction(
-        result.summary,
-        result.first_kept_entry_id,
-        result.tokens_before,
-        result.details,
-        retained_tail=result.retained_tail,
-    )
-    entry = session.get_entry(entry_id)
-    assert entry is not None
-    return entry
+    return apply_compaction(session, result, leaf_id=leaf_id)
 
 
 async def compact_if_needed(
@@ -159,85 +198,3 @@ async def compact_if_needed(
         if error.kind in ("nothing_to_compact", "already_compacted"):
             return None
         raise
-
-
-@dataclass(slots=True)
-class BranchMove:
-    """What ``branch_to`` did: the old and new leaf, the text for the editor, the summary entry if any."""
-
-    old_leaf_id: str | None
-    new_leaf_id: str | None
-    editor_text: str | None = None
-    summary_entry: Entry | None = None
-    entries_abandoned: int = 0
-
-
-def _editor_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = [
-        b.get("text", "")
-        for b in content or []
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
-    return "".join(parts)
-
-
-def _new_leaf(target: Entry) -> tuple[str | None, str | None]:
-    """Where the leaf goes for a target: before a user or custom message (its text returns to the editor),
-    else onto the target itself."""
-    kind = target.get("type")
-    message = target.get("message")
-    if kind == "message" and isinstance(message, dict) and message.get("role") == "user":
-        return target.get("parentId"), _editor_text(message.get("content"))
-    if kind == "custom_message":
-        return target.get("parentId"), _editor_text(target.get("content"))
-    return target.get("id"), None
-
-
-async def branch_to(
-    session: CompactableSession,
-    target_id: str,
-    *,
-    summarize: bool = False,
-    summarizer: Summarizer | None = None,
-    custom_instructions: str | None = None,
-    replace_instructions: bool = False,
-    settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
-    signal: AbortSignal | None = None,
-) -> BranchMove:
-    """Move to ``target_id`` as pi's tree navigation does, optionally leaving a summary of the abandoned work.
-
-    Selecting a user (or custom) message puts the leaf on its parent and returns its text for re-editing.
-    With ``summarize``, the entries from the old leaf back to the common ancestor are summarized (offline
-    unless a summarizer is given) and attached at the new position; ``fromId`` records the abandoned leaf.
-    Nothing is written when there is nothing to summarize or no summary was asked for (pi's format does not
-    record a bare leaf move).
-    """
-    old_leaf = session.get_leaf_id()
-    if target_id == old_leaf:
-        return BranchMove(old_leaf, old_leaf)
-    target = session.get_entry(target_id)
-    if target is None:
-        raise SessionNotFoundError(f"Entry {target_id} not found")
-    new_leaf, editor_text = _new_leaf(target)
-    collected = collect_entries_for_branch_summary(session, old_leaf, target_id)
-    summary_entry: Entry | None = None
-    if summarize and collected.entries:
-        result = await generate_branch_summary(
-            collected.entries,
-            summarizer or OfflineSummarizer(),
-            custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions,
-            reserve_tokens=settings.reserve_tokens,
-            signal=signal,
-        )
-        if result.summary != NO_CONTENT_TO_SUMMARIZE:
-            entry_id = session.branch_with_summary(new_leaf, result.summary, result.details)
-            summary_entry = session.get_entry(entry_id)
-    if summary_entry is None:
-        if new_leaf is None:
-            session.reset_leaf()
-        else:
-            session.branch(new_leaf)
-    return BranchMove(old_leaf, new_leaf, editor_text, summary_entry, len(collected.entries))

@@ -1,25 +1,23 @@
 """The summarizer seam: one request shape, and anything that answers it (a model, the offline summarizer,
 a scripted test double). Also the errors summarization raises and the check that turns a reply into text.
 
-Builds no prompts and reads no sessions; the model path only forwards the request to ``llm.complete``.
+Builds no prompts, reads no sessions and picks no summarizer (``resolve`` does); the model path only forwards
+the request to ``llm.complete``.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import SessionError
 from ..ids import now_ms
-from ..llm.models import ModelRegistry
 from ..llm.stream import complete
 from ..llm.types import AbortSignal, Context, Model, StreamOptions, ThinkingLevel
 from ..messages import AssistantMessage
 
 __all__ = [
-    "MODEL_ENV",
     "BranchSummaryError",
     "CompactionError",
     "LlmSummarizer",
@@ -27,11 +25,7 @@ __all__ = [
     "SummaryKind",
     "SummaryRequest",
     "reply_text",
-    "resolve_summarizer",
 ]
-
-MODEL_ENV = "SESSIONTREE_MODEL"
-"""Environment variable naming the summarization model (``provider/id``) when ``--model`` is not given."""
 
 SummaryKind = Literal["history", "turn_prefix", "branch"]
 AgentMessage = dict[str, Any]
@@ -157,31 +151,3 @@ class LlmSummarizer:
             signal=request.signal or self.options.signal,
         )
         return await complete(self.model, request.context(), options)
-
-
-def resolve_summarizer(
-    model_ref: str | None = None,
-    *,
-    offline: bool = False,
-    registry: ModelRegistry | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Summarizer:
-    """The summarizer for a command: the offline one when asked or when no model is configured, else the
-    model named by ``model_ref`` or ``$SESSIONTREE_MODEL`` (``provider/id`` or a bare id) with its API key.
-
-    Raises ``ValueError`` for an unknown model or a model without an API key.
-    """
-    from .offline import OfflineSummarizer
-
-    env = os.environ if environ is None else environ
-    ref = model_ref or env.get(MODEL_ENV) or None
-    if offline or not ref:
-        return OfflineSummarizer()
-    models = registry if registry is not None else ModelRegistry.load(environ=env)
-    model = models.find(ref)
-    if model is None:
-        raise ValueError(f"Unknown model {ref!r} (add it to the models file or use provider/id)")
-    key = models.api_key(model.provider)
-    if not key:
-        raise ValueError(f"No API key for provider {model.provider!r}")
-    return LlmSummarizer(model, StreamOptions(api_key=key))

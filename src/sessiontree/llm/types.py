@@ -153,8 +153,9 @@ class StreamOptions:
     base_url: str | None = None
     timeout: float | None = None
     max_retries: int = 2
-    on_payload: Callable[[dict[str, Any]], None] | None = None
-    """Called with the request body just before it is sent (for logging and tests)."""
+    on_payload: Callable[[dict[str, Any]], Any] | None = None
+    """Called with the request body just before it is sent (logging, tests, payload hooks); a dict it returns
+    (or an awaitable of one) is sent instead."""
     extra_body: Mapping[str, Any] | None = None
 
 

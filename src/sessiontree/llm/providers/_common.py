@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ __all__ = [
     "client_kwargs",
     "data_url",
     "max_tokens",
+    "payload_hook",
     "reasoning_level",
     "request_headers",
     "resolve_api_key",
@@ -170,6 +172,16 @@ async def stream_response(
             await aclose_quietly(response.close)
     finally:
         await aclose_quietly(client.close)
+
+
+async def payload_hook(options: StreamOptions, body: dict[str, Any]) -> dict[str, Any]:
+    """The body to send: ``options.on_payload``'s replacement (sync or awaited) when it returns one."""
+    if options.on_payload is None:
+        return body
+    result = options.on_payload(body)
+    if inspect.isawaitable(result):
+        result = await result
+    return result if isinstance(result, dict) else body
 
 
 def last_user_index(messages: list[Message] | list[dict[str, Any]]) -> int:

@@ -19,6 +19,7 @@ from ._common import (
     client_kwargs,
     last_user_index,
     max_tokens,
+    payload_hook,
     reasoning_level,
     safe_id,
     stream_response,
@@ -186,8 +187,7 @@ async def stream_anthropic(
 ) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the event stream."""
     body, headers = build_request(model, context, options)
-    if options.on_payload is not None:
-        options.on_payload(body)
+    body = await payload_hook(options, body)
     client = anthropic.AsyncAnthropic(**client_kwargs(model, options))
     extra = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages", "stream")}
 

@@ -26,6 +26,7 @@ from ._common import (
     images_of,
     max_tokens,
     new_call_id,
+    payload_hook,
     reasoning_level,
     safe_id,
     stream_response,
@@ -176,8 +177,7 @@ async def stream_openai_completions(
 ) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the chunk stream."""
     body = build_request(model, context, options)
-    if options.on_payload is not None:
-        options.on_payload(body)
+    body = await payload_hook(options, body)
     client = openai.AsyncOpenAI(**client_kwargs(model, options))
     extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
 

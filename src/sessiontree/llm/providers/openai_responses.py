@@ -24,6 +24,7 @@ from ._common import (
     data_url,
     images_of,
     max_tokens,
+    payload_hook,
     reasoning_level,
     safe_id,
     stream_response,
@@ -144,8 +145,7 @@ async def stream_openai_responses(
 ) -> AsyncGenerator[StreamEvent, None]:
     """Send the request and translate the event stream."""
     body = build_request(model, context, options)
-    if options.on_payload is not None:
-        options.on_payload(body)
+    body = await payload_hook(options, body)
     client = openai.AsyncOpenAI(**client_kwargs(model, options))
     extra = {k: v for k, v in body.items() if k not in ("model", "input", "stream")}
 

@@ -1,7 +1,7 @@
-"""A benchmark the project's bench table calls: ``prepare_compaction`` on a large synthetic session file.
+"""``prepare_compaction`` timed on a linear synthetic session file (``python bench/compaction_prepare.py``).
 
 Writes a throw-away JSONL session in a temporary directory and times the preparation on it; never touches
-real sessions and does not call any summarizer.
+real sessions and does not call any summarizer. ``bench/run.py`` measures the same on generated sessions.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._json import dumps
-from ..ids import iso_from_ms
-from .prepare import prepare_compaction
-from .settings import DEFAULT_COMPACTION_SETTINGS
+from sessiontree import SessionManager
+from sessiontree._json import dumps
+from sessiontree.compaction import DEFAULT_COMPACTION_SETTINGS, prepare_compaction
+from sessiontree.ids import iso_from_ms
 
 __all__ = ["bench_prepare_compaction", "write_synthetic_session"]
 
@@ -72,8 +72,6 @@ def bench_prepare_compaction(entries: int = 100_000, *, repeat: int = 3) -> dict
     Returns ``{"entries", "open_s", "prepare_s", "messages_to_summarize", "turn_prefix", "retained_tail"}``; each prepare
     run opens the file afresh so decoding is counted, and ``open_s`` is reported separately.
     """
-    from ..manager import SessionManager
-
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "bench.jsonl"
         write_synthetic_session(file, entries)

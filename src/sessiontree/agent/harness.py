@@ -1,0 +1,510 @@
+"""``AgentHarness``: a coding agent on a session, the seeds' harness (pi's first AgentHarness) in Python.
+
+Each request works on a frozen turn snapshot; what callers write while a run is busy is buffered and lands
+after the run's own messages; every turn boundary is a durable save point; compaction happens by itself;
+the tree can be navigated; an interrupted run can be resumed. This module is the public face: it validates,
+guards the phase and delegates (runs to ``run.py``, storage to the ``AsyncSession`` facade, compaction to
+``compaction_policy``, navigation to ``branching``/``navigation``); it never calls the ``SessionManager``
+directly.
+
+Events (dicts with ``"type"`` and pi's camelCase payload keys): the loop's ``agent_start``, ``turn_start``,
+``message_start/update/end``, ``tool_execution_start/update/end``, ``turn_end``, ``agent_end``; the
+harness's ``save_point``, ``settled``, ``queue_update``, ``abort``, ``model_update``,
+``thinking_level_update``, ``tools_update``, ``compaction_start/end``, ``session_compact``,
+``session_tree`` and, beyond pi, ``resume {kind, rerun, interrupted}``.
+
+Decisions where pi and the issue are silent: synchronous setters (``set_model``, ``steer``...) return an
+awaitable; awaiting it delivers their event at once, otherwise it goes out at the harness's next await. When
+idle on a local store a setter writes at once; on a remote store it is queued and flushed before the next
+run (or by ``flush_pending_session_writes``). Before a run the live model, thinking level and active tools
+are recorded on the path where they differ from it, so navigation can restore them (SPEC A2). The phase
+stays busy until a prompt's post-run work (automatic compaction, its retry) is over, so ``settled`` comes
+once per prompt; writes buffered during ``compact``/``navigate_tree`` are flushed when they end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from .._json import UNDEFINED
+from ..compaction import (
+    DEFAULT_COMPACTION_SETTINGS,
+    CompactionSettings,
+    LlmSummarizer,
+    OfflineSummarizer,
+    Summarizer,
+)
+from ..compaction.summarizer import BranchSummaryError, CompactionError
+from ..errors import SessionError
+from ..llm.models import ModelRegistry
+from ..llm.stream import stream as llm_stream
+from ..llm.types import AbortSignal, Model, StreamOptions, ThinkingLevel
+from ..manager import SessionManager
+from ..messages import user_message
+from . import events as ev
+from .branching import navigate
+from .bus import EventBus, Posted, hook_error
+from .compaction_policy import Compactor
+from .live import apply_tools, change_model, change_thinking_level, record_settings, restore_settings, write
+from .navigation import BranchMove, ForkResult, clone_session, fork_session
+from .queues import MessageQueues
+from .resume import INTERRUPTED_TEXT, find_interruption
+from .run import RunParts, compact_before_prompt, drive, drop_trailing_error, repair_interrupted, snapshot
+from .session import AsyncSession
+from .turn_state import ContextCache, LiveSettings, SystemPrompt
+from .types import AgentTool, HarnessError, QueueMode, ToolExecution
+from .write_buffer import PendingWrite, WriteBuffer
+
+__all__ = ["AbortResult", "AgentHarness"]
+
+AgentMessage = dict[str, Any]
+Entry = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AbortResult:
+    """What ``abort()`` cleared: the queued steering and follow-up messages."""
+
+    cleared_steer: list[AgentMessage]
+    cleared_follow_up: list[AgentMessage]
+
+
+def _normalize(error: BaseException, fallback: str) -> HarnessError:
+    """``error`` as a ``HarnessError``: subsystem errors keep their family (pi's wrapping), others the
+    ``fallback`` kind; the original stays as ``cause``."""
+    if isinstance(error, HarnessError):
+        return error
+    for family, kind in (
+        (BranchSummaryError, "branch_summary"),
+        (CompactionError, "compaction"),
+        (SessionError, "session"),
+    ):
+        if isinstance(error, family):
+            return HarnessError(str(error), kind=kind, cause=error)
+    return hook_error(error, fallback)
+
+
+def _summarizer(summarizer: Summarizer | Model | None, api_key: str | None) -> Summarizer:
+    if summarizer is None:
+        return OfflineSummarizer()
+    if isinstance(summarizer, Model):
+        return LlmSummarizer(summarizer, StreamOptions(api_key=api_key))
+    return summarizer
+
+
+def _user(text: str, images: Sequence[dict[str, Any]] | None, timestamp: int) -> AgentMessage:
+    return user_message([{"type": "text", "text": text}, *(images or ())], timestamp)
+
+
+class AgentHarness:
+    """Runs an agent against a ``SessionManager`` (see the module docstring; names as in SPEC B§10).
+
+    ``compaction`` takes ``sessiontree.compaction.CompactionSettings`` (pi's defaults); ``summarizer`` writes
+    compaction and branch summaries (a ``Summarizer`` or a ``Model``; default: the offline summarizer);
+    ``models`` lets navigation restore a model recorded on a branch; ``stream`` replaces
+    ``sessiontree.llm.stream`` (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        session: SessionManager,
+        model: Model,
+        *,
+        tools: Sequence[AgentTool] | None = None,
+        system_prompt: SystemPrompt = None,
+        api_key: str | None = None,
+        thinking_level: ThinkingLevel = "off",
+        compaction: CompactionSettings | None = None,
+        summarizer: Summarizer | Model | None = None,
+        active_tool_names: Sequence[str] | None = None,
+        stream_options: StreamOptions | None = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        tool_execution: ToolExecution = "parallel",
+        models: ModelRegistry | Iterable[Model] | None = None,
+        stream: Any = None,
+    ) -> None:
+        by_name = LiveSettings.checked_tools(list(tools or ()))
+        active = LiveSettings.check_active(
+            list(active_tool_names) if active_tool_names is not None else list(by_name), by_name
+        )
+        options = replace(stream_options or StreamOptions())
+        if api_key is not None:
+            options = replace(options, api_key=api_key)
+        live = LiveSettings(model, thinking_level, by_name, active, system_prompt, options)
+        settings = compaction or DEFAULT_COMPACTION_SETTINGS
+        facade = AsyncSession(session)
+        bus = EventBus()
+        compactor = Compactor(facade, bus, _summarizer(summarizer, api_key), settings)
+        self._parts = RunParts(
+            session=facade,
+            bus=bus,
+            writes=WriteBuffer(),
+            queues=MessageQueues(steering_mode, follow_up_mode),
+            cache=ContextCache(),
+            live=live,
+            compactor=compactor,
+            compaction=settings,
+            tool_execution=tool_execution,
+            clock=session.clock,
+            stream=stream or llm_stream,
+        )
+        known = list(models.all()) if isinstance(models, ModelRegistry) else list(models or ())
+        self._parts.models.update({(m.provider, m.id): m for m in [*known, model]})
+        self._done: anyio.Event | None = None
+        self._shut_down = False
+
+    # -- state ------------------------------------------------------------------------------------------------
+    @property
+    def session(self) -> SessionManager:
+        """The session (synchronous); the harness itself reaches it only through its async facade."""
+        return self._parts.session.manager
+
+    @property
+    def phase(self) -> str:
+        """``idle``, ``turn``, ``compaction`` or ``branch_summary``."""
+        return self._parts.phase
+
+    @property
+    def model(self) -> Model:
+        return self._parts.live.model
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._parts.live.thinking_level
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return list(self._parts.live.tools.values())
+
+    @property
+    def active_tools(self) -> list[AgentTool]:
+        return list(self._parts.live.active_tools())
+
+    @property
+    def pending_session_writes(self) -> tuple[PendingWrite, ...]:
+        """Writes waiting for the next flush, oldest first."""
+        return self._parts.writes.pending
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._parts.queues.steering_mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._parts.queues.steering_mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._parts.queues.follow_up_mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._parts.queues.follow_up_mode = mode
+
+    @property
+    def context_cache(self) -> ContextCache:
+        """The incremental context behind the turn snapshots (its counters say how often it rebuilt)."""
+        return self._parts.cache
+
+    def subscribe(self, listener: Any) -> Any:
+        """``listener(event)`` (sync or async) for every event; returns the unsubscribe callable."""
+        return self._parts.bus.subscribe(listener)
+
+    def on(self, event_type: str, handler: Any) -> Any:
+        """A hook: ``handler(event)`` answers events of ``event_type`` (the last non-None answer wins)."""
+        return self._parts.bus.on(event_type, handler)
+
+    # -- writes (buffered while busy) ------------------------------------------------------------------------
+    async def flush_pending_session_writes(self) -> int:
+        """Write everything buffered now (FIFO); returns how many entries were written."""
+        return await self._parts.writes.flush(self._parts.session)
+
+    def _write(self, kind: str, *args: Any) -> Posted:
+        write(self._parts, kind, *args)
+        return Posted(self._parts.bus)
+
+    def append_message(self, message: AgentMessage) -> Posted:
+        """Append a message (any role): at once when idle, else after the run's own messages."""
+        return self._write("message", message)
+
+    def append_custom_entry(self, custom_type: str, data: Any = UNDEFINED) -> Posted:
+        """Append extension state (a ``custom`` entry, never part of the context)."""
+        return self._write("custom", custom_type, data)
+
+    def append_custom_message(
+        self, custom_type: str, content: Any, display: bool = True, details: Any = UNDEFINED
+    ) -> Posted:
+        """Append a ``custom_message`` entry (part of the context)."""
+        return self._write("custom_message", custom_type, content, display, details)
+
+    def set_label(self, target_id: str, label: str | None) -> Posted:
+        """Label an entry (``None`` clears the label)."""
+        return self._write("label", target_id, label)
+
+    def set_session_name(self, name: str) -> Posted:
+        """Name the session (a ``session_info`` entry)."""
+        return self._write("session_info", name)
+
+    def set_model(self, model: Model) -> Posted:
+        """Use ``model`` from the next request on (recorded as a ``model_change``)."""
+        return change_model(self._parts, model)
+
+    def set_thinking_level(self, level: ThinkingLevel) -> Posted:
+        """Use ``level`` from the next request on (recorded as a ``thinking_level_change``)."""
+        return change_thinking_level(self._parts, level)
+
+    def set_tools(self, tools: Sequence[AgentTool], active_tool_names: Sequence[str] | None = None) -> Posted:
+        """Replace the tools (and the active ones); unknown or duplicate names raise ``invalid_argument``."""
+        live = self._parts.live
+        by_name = LiveSettings.checked_tools(list(tools))
+        names = list(active_tool_names) if active_tool_names is not None else live.active_tool_names
+        return apply_tools(self._parts, by_name, LiveSettings.check_active(names, by_name), "set")
+
+    def set_active_tools(self, names: Sequence[str]) -> Posted:
+        """Choose which tools the model is offered; unknown or duplicate names raise ``invalid_argument``."""
+        live = self._parts.live
+        return apply_tools(self._parts, live.tools, LiveSettings.check_active(list(names), live.tools), "set")
+
+    def set_system_prompt(self, system_prompt: SystemPrompt) -> None:
+        """A string, or a callback of ``SystemPromptContext`` (sync or async); used from the next request on."""
+        self._parts.live.system_prompt = system_prompt
+
+    def set_stream_options(self, options: StreamOptions) -> None:
+        """Request options (key, headers, timeouts) from the next request on."""
+        self._parts.live.stream_options = replace(options)
+
+    # -- queues ----------------------------------------------------------------------------------------------
+    def _queue(self, queue: list[AgentMessage], text: str, images: Sequence[dict[str, Any]] | None) -> Posted:
+        queue.append(_user(text, images, self._parts.clock()))
+        return self._parts.bus.post(self._parts.queues.event())
+
+    def steer(self, text: str, images: Sequence[dict[str, Any]] | None = None) -> Posted:
+        """Queue a user message for the running agent, delivered after the current turn."""
+        if self._parts.phase == "idle":
+            raise HarnessError("Cannot steer while idle", kind="invalid_state")
+        return self._queue(self._parts.queues.steer, text, images)
+
+    def follow_up(self, text: str, images: Sequence[dict[str, Any]] | None = None) -> Posted:
+        """Queue a user message for when the running agent would stop."""
+        if self._parts.phase == "idle":
+            raise HarnessError("Cannot follow up while idle", kind="invalid_state")
+        return self._queue(self._parts.queues.follow_up, text, images)
+
+    def next_turn(self, text: str, images: Sequence[dict[str, Any]] | None = None) -> Posted:
+        """Queue a message sent before the user message of the next prompt (any phase)."""
+        return self._queue(self._parts.queues.next_turn, text, images)
+
+    # -- runs ------------------------------------------------------------------------------------------------
+    def _begin(self, phase: Any) -> None:
+        if self._shut_down:
+            raise HarnessError("AgentHarness was shut down", kind="invalid_state")
+        if self._parts.phase != "idle":
+            raise HarnessError("AgentHarness is busy", kind="busy")
+        self._parts.phase = phase
+        self._parts.signal = AbortSignal()
+        self._done = anyio.Event()
+
+    async def _end(self, *, run: bool = False) -> None:
+        """Back to idle: flush what is still buffered; a run also announces ``settled``."""
+        parts = self._parts
+        try:
+            await parts.writes.flush(parts.session)
+        finally:
+            parts.phase, parts.signal = "idle", None
+            done, self._done = self._done, None
+            try:
+                if run:
+                    await parts.bus.emit({"type": "settled", "nextTurnCount": len(parts.queues.next_turn)})
+            finally:
+                if done is not None:
+                    done.set()
+
+    async def prompt(self, text: str, *, images: Sequence[dict[str, Any]] | None = None) -> AgentMessage:
+        """Send ``text`` and run until the agent stops; returns the run's last assistant message."""
+        self._begin("turn")
+        parts = self._parts
+        try:
+            await parts.writes.flush(parts.session)
+            state = await record_settings(parts, await compact_before_prompt(parts, await snapshot(parts)))
+            prompts = [_user(text, images, parts.clock())]
+            if parts.queues.next_turn:
+                queued = MessageQueues.take(parts.queues.next_turn, "all")
+                try:
+                    await parts.bus.emit(parts.queues.event())
+                except Exception:
+                    MessageQueues.put_back(parts.queues.next_turn, queued)
+                    raise
+                prompts = [*queued, *prompts]
+            answer = await parts.bus.hook(
+                {
+                    "type": "before_agent_start",
+                    "prompt": text,
+                    "images": images,
+                    "systemPrompt": state.system_prompt,
+                }
+            )
+            system_prompt = None
+            if isinstance(answer, dict):
+                prompts += list(answer.get("messages") or ())
+                system_prompt = answer.get("systemPrompt")
+            parts.overflow_attempted = False
+            last = await drive(parts, state, prompts, system_prompt=system_prompt)
+            if last is None:
+                raise HarnessError(
+                    "AgentHarness prompt completed without an assistant message", kind="invalid_state"
+                )
+            return last
+        except Exception as error:
+            raise _normalize(error, "unknown") from error
+        finally:
+            await self._end(run=True)
+
+    async def resume(self) -> AgentMessage | None:
+        """Finish a run that was interrupted (a crash, a kill); None when the last run finished.
+
+        Unanswered tool calls of repeatable tools run again; the others get a persisted error result saying
+        they were interrupted and not run again; then the model is asked again.
+        """
+        self._begin("turn")
+        parts = self._parts
+        try:
+            await parts.writes.flush(parts.session)
+            state = await snapshot(parts)
+            leaf = await parts.session.leaf_id()
+            leaf_entry = await parts.session.entry(leaf) if leaf is not None else None
+            leaf_type = leaf_entry.get("type") if leaf_entry is not None else None
+            found = find_interruption(state.messages, leaf_type, parts.live.model.context_window)
+            if found is None:
+                return None
+            tools = parts.live.tools
+            rerun = [c["id"] for c in found.missing if c["name"] in tools and tools[c["name"]].repeatable]
+            skipped = [c["id"] for c in found.missing if c["id"] not in rerun]
+            await parts.bus.emit(
+                {"type": "resume", "kind": found.kind, "rerun": rerun, "interrupted": skipped}
+            )
+            if found.assistant is not None:
+                await repair_interrupted(parts, state, found.assistant, found.missing, INTERRUPTED_TEXT)
+                state = await snapshot(parts)
+            if found.drop_last:
+                state = drop_trailing_error(state)
+                parts.overflow_attempted = True
+            return await drive(parts, await record_settings(parts, state), None)
+        except Exception as error:
+            raise _normalize(error, "unknown") from error
+        finally:
+            await self._end(run=True)
+
+    async def abort(self) -> AbortResult:
+        """Abort the run (steer and follow-up queues are cleared; next-turn messages and pending writes stay)."""
+        parts = self._parts
+        steer, follow_up = parts.queues.clear_interactive()
+        if parts.signal is not None:
+            parts.signal.abort()
+        await parts.bus.emit(parts.queues.event())
+        await self.wait_for_idle()
+        await parts.bus.emit({"type": "abort", "clearedSteer": steer, "clearedFollowUp": follow_up})
+        return AbortResult(steer, follow_up)
+
+    async def wait_for_idle(self) -> None:
+        """Return once no run is in progress (its awaited listeners included); posted events are delivered."""
+        done = self._done
+        if done is not None:
+            await done.wait()
+        await self._parts.bus.deliver_posted()
+
+    async def shutdown(self) -> None:
+        """Stop for good (idempotent): abort a run, drop the queues and the pending writes."""
+        if self._shut_down:
+            return
+        if self._parts.phase != "idle":
+            await self.abort()
+        self._shut_down = True
+        self._parts.queues.clear()
+        self._parts.writes.clear()
+
+    # -- compaction and the tree -----------------------------------------------------------------------------
+    async def compact(self, focus: str | None = None) -> Entry:
+        """Compact the branch now (``focus``: what the summary should stress); returns the compaction entry."""
+        self._begin("compaction")
+        parts = self._parts
+        try:
+            await parts.writes.flush(parts.session)
+            await parts.bus.emit(ev.compaction_start("manual"))
+            try:
+                entry = await parts.compactor.compact(
+                    custom_instructions=focus, thinking_level=parts.live.thinking_level, signal=parts.signal
+                )
+            except Exception as error:
+                aborted = getattr(error, "kind", None) == "aborted"
+                await parts.bus.emit(
+                    ev.compaction_end("manual", aborted=aborted, error_message=f"Compaction failed: {error}")
+                )
+                raise _normalize(error, "compaction") from error
+            await parts.bus.emit(ev.compaction_end("manual", result=entry))
+            return entry
+        finally:
+            await self._end()
+
+    async def navigate_tree(
+        self,
+        target_id: str,
+        summarize: bool = False,
+        focus: str | None = None,
+        label: str | None = None,
+        *,
+        replace_instructions: bool = False,
+    ) -> BranchMove:
+        """Move to another entry of the tree (pi's ``/tree``); see ``navigation.branch_to``.
+
+        A user or custom-message target moves the leaf to its parent and returns its text as ``editor_text``;
+        with ``summarize`` the abandoned branch is summarized at the new position; ``label`` labels the
+        summary (or the target). Afterwards the live model, thinking level and active tools are the path's.
+        """
+        self._begin("branch_summary")
+        try:
+            await self._parts.writes.flush(self._parts.session)
+            return await navigate(
+                self._parts,
+                target_id,
+                summarize=summarize,
+                focus=focus,
+                label=label,
+                replace_instructions=replace_instructions,
+            )
+        except Exception as error:
+            raise _normalize(error, "branch_summary") from error
+        finally:
+            await self._end()
+
+    async def _switch(self, work: Any, *args: Any) -> Any:
+        self._begin("branch_summary")
+        try:
+            await self._parts.writes.flush(self._parts.session)
+            result = await self._parts.session.run(work, *args)
+            self._parts.cache.invalidate()
+            await restore_settings(self._parts)
+            return result
+        except Exception as error:
+            raise _normalize(error, "session") from error
+        finally:
+            await self._end()
+
+    async def fork(self, entry_id: str) -> ForkResult:
+        """pi's ``/fork``: continue in a new session file holding the path before the user message ``entry_id``."""
+        result: ForkResult = await self._switch(fork_session, entry_id)
+        return result
+
+    async def clone(self) -> str | None:
+        """pi's ``/clone``: continue in a new session file holding the current path; returns its path."""
+        path: str | None = await self._switch(clone_session)
+        return path
+
+    async def new_session(self) -> str | None:
+        """pi's ``/new``: continue in a new, empty session file; returns its path (None in memory)."""
+        path: str | None = await self._switch(SessionManager.new_session)
+        return path

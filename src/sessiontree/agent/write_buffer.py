@@ -1,0 +1,91 @@
+"""Pending session writes: what callers write while a run is in progress, applied after the run's own
+messages so parent links stay causal (the seeds' write buffer, pi's ``pendingSessionWrites``).
+
+Strictly FIFO; a write leaves the queue only after it succeeded, so a failure keeps the rest queued. A flush
+is one call through the session facade, inside ``SessionManager.transaction()``. It decides nothing about
+when to flush (the harness flushes at ``turn_end``, ``prepare_next_turn``, ``agent_end`` and on failure).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..manager import SessionManager
+from .session import AsyncSession
+
+__all__ = ["WRITE_KINDS", "PendingWrite", "WriteBuffer"]
+
+_APPLY: dict[str, Callable[..., str]] = {
+    "message": SessionManager.append_message,
+    "model_change": SessionManager.append_model_change,
+    "thinking_level_change": SessionManager.append_thinking_level_change,
+    "active_tools_change": SessionManager.append_active_tools_change,
+    "custom": SessionManager.append_custom_entry,
+    "custom_message": SessionManager.append_custom_message_entry,
+    "label": SessionManager.append_label_change,
+    "session_info": SessionManager.append_session_info,
+}
+WRITE_KINDS = tuple(_APPLY)
+"""pi's queue types: one per entry a caller can write."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """One buffered write: the entry type it appends and the append method's arguments."""
+
+    kind: str
+    args: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in _APPLY:
+            raise ValueError(f"unknown pending write {self.kind!r}")
+
+    def apply(self, manager: SessionManager) -> str:
+        """Append the entry; returns its id."""
+        return _APPLY[self.kind](manager, *self.args)
+
+
+class WriteBuffer:
+    """The FIFO of pending writes."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self) -> None:
+        self._queue: deque[PendingWrite] = deque()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def pending(self) -> tuple[PendingWrite, ...]:
+        """The queued writes, oldest first (a copy)."""
+        return tuple(self._queue)
+
+    def push(self, kind: str, *args: Any) -> PendingWrite:
+        """Queue a write."""
+        write = PendingWrite(kind, args)
+        self._queue.append(write)
+        return write
+
+    def clear(self) -> None:
+        """Drop every queued write (``shutdown``)."""
+        self._queue.clear()
+
+    def apply_all(self, manager: SessionManager) -> int:
+        """Apply every queued write in order inside one ``transaction()``; returns how many were written."""
+        applied = 0
+        with manager.transaction():
+            while self._queue:
+                self._queue[0].apply(manager)
+                self._queue.popleft()  # only once the write succeeded
+                applied += 1
+        return applied
+
+    async def flush(self, session: AsyncSession) -> int:
+        """Apply every queued write in order, as one facade call; returns how many were written."""
+        if not self._queue:
+            return 0
+        return await session.run(self.apply_all)
