@@ -62,6 +62,7 @@ from .session_ops import (
     BranchMove,
     CompactableSession,
     branch_to,
+    check_compactable,
     compact_if_needed,
     compact_session,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "branch_entry_to_message",
     "branch_to",
     "branch_token_budget",
+    "check_compactable",
     "collect_entries_for_branch_summary",
     "compact",
     "compact_if_needed",

@@ -17,7 +17,7 @@ from ..llm.types import AbortSignal
 from .branch_collect import collect_entries_for_branch_summary
 from .branch_summary import generate_branch_summary
 from .offline import OfflineSummarizer
-from .prepare import prepare_compaction
+from .prepare import CompactionPreparation, prepare_compaction
 from .prompts import NO_CONTENT_TO_SUMMARIZE
 from .settings import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
@@ -29,7 +29,14 @@ from .settings import (
 from .summarize import compact
 from .summarizer import CompactionError, Summarizer
 
-__all__ = ["BranchMove", "CompactableSession", "branch_to", "compact_if_needed", "compact_session"]
+__all__ = [
+    "BranchMove",
+    "CompactableSession",
+    "branch_to",
+    "check_compactable",
+    "compact_if_needed",
+    "compact_session",
+]
 
 Entry = dict[str, Any]
 
@@ -70,6 +77,37 @@ def _path(session: CompactableSession, leaf_id: str | None) -> Sequence[Entry]:
     return session.get_branch(leaf_id)
 
 
+def _prepare(
+    session: CompactableSession, leaf_id: str | None, settings: CompactionSettings
+) -> tuple[Sequence[Entry], CompactionPreparation]:
+    if leaf_id is not None and session.get_entry(leaf_id) is None:
+        raise SessionNotFoundError(f"Entry {leaf_id} not found")
+    path = _path(session, leaf_id)
+    if len(path) == 0:
+        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+    if path[len(path) - 1].get("type") == "compaction":
+        raise CompactionError("Already compacted", kind="already_compacted")
+    preparation = prepare_compaction(path, settings)
+    if preparation is None:
+        raise CompactionError(
+            "First kept entry has no id - session may need migration", kind="invalid_session"
+        )
+    if not preparation.has_content:
+        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+    return path, preparation
+
+
+def check_compactable(
+    session: CompactableSession,
+    *,
+    settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+    leaf_id: str | None = None,
+) -> CompactionPreparation:
+    """What ``compact_session`` would summarize, without summarizing or writing (a read-only session will
+    do); raises the ``CompactionError`` that ``compact_session`` would raise before its model call."""
+    return _prepare(session, leaf_id, settings)[1]
+
+
 async def compact_session(
     session: CompactableSession,
     summarizer: Summarizer | None = None,
@@ -87,20 +125,7 @@ async def compact_session(
     Raises ``CompactionError`` (``already_compacted``, ``nothing_to_compact``, ``summarization_failed``,
     ``aborted``, ``invalid_session``) and leaves the session untouched when it does.
     """
-    if leaf_id is not None and session.get_entry(leaf_id) is None:
-        raise SessionNotFoundError(f"Entry {leaf_id} not found")
-    path = _path(session, leaf_id)
-    if len(path) == 0:
-        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
-    if path[len(path) - 1].get("type") == "compaction":
-        raise CompactionError("Already compacted", kind="already_compacted")
-    preparation = prepare_compaction(path, settings)
-    if preparation is None:
-        raise CompactionError(
-            "First kept entry has no id - session may need migration", kind="invalid_session"
-        )
-    if not preparation.has_content:
-        raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
+    path, preparation = _prepare(session, leaf_id, settings)
     level = (
         thinking_level if thinking_level is not None else get_session_context_settings(path).thinking_level
     )
