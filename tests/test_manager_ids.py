@@ -28,7 +28,13 @@ def user(text: str) -> dict[str, Any]:
 
 
 def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "provider": "p",
+        "model": "m",
+        "timestamp": 2,
+    }
 
 
 def file_name_pattern(session_id: str) -> re.Pattern[str]:

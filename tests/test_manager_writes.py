@@ -24,7 +24,13 @@ def user(text: str) -> dict[str, Any]:
 
 
 def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "provider": "p",
+        "model": "m",
+        "timestamp": 2,
+    }
 
 
 def message_line(entry_id: str, parent: str | None, text: str = "x") -> str:

@@ -18,7 +18,13 @@ def user(text: str) -> dict[str, Any]:
 
 
 def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "provider": "p",
+        "model": "m",
+        "timestamp": 2,
+    }
 
 
 def row_summary(manager: SessionManager) -> list[tuple[str, int, int, list[str], bool]]:
