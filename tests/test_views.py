@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -224,3 +225,55 @@ def test_message_text() -> None:
     )
     assert message_text(None) == ""
     assert message_text(42) == ""
+
+
+ODD_VALUES: list[Any] = [
+    5,
+    1.5,
+    None,
+    True,
+    "",
+    "x" * 10_000,
+    [],
+    [1, None, {}],
+    {},
+    {"a": [1]},
+    "\x1b[2J\ud800",
+]
+FIELDS = ("message", "role", "content", "provider", "modelId", "thinkingLevel", "activeToolNames", "summary",
+          "tokensBefore", "targetId", "label", "name", "customType", "id", "type", "toolName", "command")  # fmt: skip
+KINDS = ("message", "model_change", "thinking_level_change", "active_tools_change", "compaction",
+         "branch_summary", "label", "session_info", "custom_message", "custom", "leaf", 7, None)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("field", FIELDS)
+def test_previews_accept_any_json_value_in_any_field(kind: Any, field: str) -> None:
+    for value in ODD_VALUES:
+        entry: dict[str, Any] = {"type": kind, "id": "e", "message": {"role": "user", "content": "hi"}}
+        if field in ("role", "content", "toolName", "command"):
+            entry["message"] = {"role": "toolResult" if field == "toolName" else "user", field: value}
+        else:
+            entry[field] = value
+        preview = entry_preview(entry, 40)
+        assert isinstance(preview, str) and "\x1b" not in preview and "\ud800" not in preview
+
+
+def test_active_tools_change_with_a_number() -> None:
+    assert entry_preview(_entry("active_tools_change", activeToolNames=5)) == "tools → 5"
+
+
+def test_rows_of_a_tree_that_lists_a_node_twice_are_linear() -> None:
+    class Node:
+        def __init__(self, name: str) -> None:
+            self.entry = {"id": name}
+            self.children: list[Node] = []
+            self.label = None
+            self.label_timestamp = None
+
+    # a chain where every level lists its child twice: 2^40 paths, 41 nodes
+    nodes = [Node(f"n{i}") for i in range(41)]
+    for parent, child in itertools.pairwise(nodes):
+        parent.children = [child, child]
+    rows = tree_rows([nodes[0]])
+    assert [r.entry["id"] for r in rows] == [f"n{i}" for i in range(41)]
