@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -61,7 +61,32 @@ class Command(_QuietHelp, TyperCommand):
 
 
 class Group(_QuietHelp, TyperGroup):
-    """The application group, with the same help style."""
+    """The application group, with the same help style; commands are built on first use."""
+
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.commands, *(name for name in self.lazy if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = self.commands.get(cmd_name)
+        if found is None and cmd_name in self.lazy:
+            import importlib
+
+            module, function = self.lazy[cmd_name]
+            holder = typer.Typer(
+                add_completion=False, context_settings={"help_option_names": ["-h", "--help"]}
+            )
+            add_command(
+                holder, cmd_name, getattr(importlib.import_module(f"{__package__}.{module}"), function)
+            )
+            found = self.commands[cmd_name] = typer.main.get_command(holder)
+        return found
+
+
+def lazy_group(commands: dict[str, tuple[str, str]]) -> type[Group]:
+    """A ``Group`` class that builds ``commands`` (name -> (module in this package, function)) when used."""
+    return type("LazyGroup", (Group,), {"lazy": dict(commands)})
 
 
 def add_command(app: typer.Typer, name: str, function: Any) -> None:

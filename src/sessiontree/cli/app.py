@@ -7,14 +7,13 @@ model layer.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Annotated
 
 import typer
 
 from .. import __version__
-from ._common import EXIT_CODES, Group
+from ._common import EXIT_CODES, lazy_group
 
 _HELP = (
     "Inspect, branch, fork and compact LLM agent sessions stored as pi-compatible JSONL trees.\n\n"
@@ -24,24 +23,36 @@ _HELP = (
     "check --repair; fork, clone and export write new files; the others only read."
 )
 
+# name -> (module, function): a command is built (typer inspects its parameters) only when it is used, so
+# running one command does not pay for the others; ``--help`` builds them all to list them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "list": ("inspect_cmds", "list_cmd"),
+    "latest": ("inspect_cmds", "latest_cmd"),
+    "tree": ("inspect_cmds", "tree_cmd"),
+    "context": ("inspect_cmds", "context_cmd"),
+    "show": ("inspect_cmds", "show_cmd"),
+    "stats": ("inspect_cmds", "stats_cmd"),
+    "check": ("check_cmd", "check_cmd"),
+    "fork": ("edit_cmds", "fork_cmd"),
+    "clone": ("edit_cmds", "clone_cmd"),
+    "label": ("edit_cmds", "label_cmd"),
+    "name": ("edit_cmds", "name_cmd"),
+    "export": ("export_cmd", "export_cmd"),
+    "compact": ("compact_cmds", "compact_cmd"),
+    "branch": ("compact_cmds", "branch_cmd"),
+    "demo": ("demo_cmd", "demo_cmd"),
+}
+
+
 app = typer.Typer(
     name="sessiontree",
     help=_HELP,
     epilog=EXIT_CODES,
-    cls=Group,
+    cls=lazy_group(COMMANDS),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-_COMMAND_MODULES = (
-    "sessiontree.cli.inspect_cmds",
-    "sessiontree.cli.check_cmd",
-    "sessiontree.cli.edit_cmds",
-    "sessiontree.cli.export_cmd",
-    "sessiontree.cli.compact_cmds",
-    "sessiontree.cli.demo_cmd",
 )
 
 
@@ -61,22 +72,6 @@ def _root(
     ] = False,
 ) -> None:
     """Inspect, branch, fork and compact pi-compatible session files."""
-
-
-def _register() -> None:
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(app)
-
-
-_register()
 
 
 def main() -> None:

@@ -16,7 +16,6 @@ from ._common import (
     EXIT_FAILED,
     SessionArg,
     Styler,
-    add_command,
     emit_json,
     flag,
     handled,
@@ -79,8 +78,3 @@ def check_cmd(
             say(f"{style('ok', 'green')} {safe_text(str(path))}")
     if damaged:
         raise typer.Exit(EXIT_FAILED)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``check`` to the application."""
-    add_command(app, "check", check_cmd)

@@ -16,7 +16,6 @@ from ..safe_text import safe_text
 from ._common import (
     EXIT_USAGE,
     SessionArg,
-    add_command,
     emit_json,
     entry_id,
     fail,
@@ -216,9 +215,3 @@ def branch_cmd(
         )
         return
     _print_move(move, persist_leaf)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``compact`` and ``branch`` to the application."""
-    add_command(app, "compact", compact_cmd)
-    add_command(app, "branch", branch_cmd)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..safe_text import safe_text
-from ._common import EXIT_FAILED, add_command, fail, handled, say, session_path
+from ._common import EXIT_FAILED, fail, handled, say, session_path
 
 if TYPE_CHECKING:
     from .. import SessionManager
@@ -169,8 +169,3 @@ def demo_cmd(
         say(f"(the copy is kept in {safe_text(str(target_dir))})")
     if not same:
         raise typer.Exit(EXIT_FAILED)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the demo command to the application."""
-    add_command(app, "demo", demo_cmd)

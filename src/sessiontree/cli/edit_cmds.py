@@ -13,7 +13,6 @@ import typer
 from ..safe_text import one_line, safe_text
 from ._common import (
     SessionArg,
-    add_command,
     emit_json,
     entry_id,
     fail,
@@ -129,9 +128,3 @@ def name_cmd(
         emit_json(appended)
         return
     say(f"Appended session_info {new_id}: " + (f"name {one_line(name, 60)!r}" if name else "name cleared"))
-
-
-def register(app: typer.Typer) -> None:
-    """Add these commands to the application."""
-    for name, command in (("fork", fork_cmd), ("clone", clone_cmd), ("label", label_cmd), ("name", name_cmd)):
-        add_command(app, name, command)

@@ -16,7 +16,6 @@ from ..safe_text import safe_text
 from ._common import (
     EXIT_USAGE,
     SessionArg,
-    add_command,
     emit_json,
     entry_id,
     fail,
@@ -84,8 +83,3 @@ def export_cmd(
         emit_json({"path": str(destination), "format": fmt, "bytes": len(data)})
         return
     say(safe_text(str(destination)))
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``export`` to the application."""
-    add_command(app, "export", export_cmd)

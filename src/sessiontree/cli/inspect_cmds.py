@@ -16,7 +16,6 @@ from ._common import (
     EXIT_FAILED,
     SessionArg,
     Styler,
-    add_command,
     emit_json,
     entry_id,
     fail,
@@ -229,16 +228,3 @@ def stats_cmd(file: SessionArg, as_json: Annotated[bool, json_flag("the figures"
             f"  context at the leaf: {stats.context_messages} messages, ~{stats.context_tokens:,} tokens",
         ]
     )
-
-
-def register(app: typer.Typer) -> None:
-    """Add these commands to the application."""
-    for name, command in (
-        ("list", list_cmd),
-        ("latest", latest_cmd),
-        ("tree", tree_cmd),
-        ("context", context_cmd),
-        ("show", show_cmd),
-        ("stats", stats_cmd),
-    ):
-        add_command(app, name, command)
