@@ -277,3 +277,25 @@ def test_rows_of_a_tree_that_lists_a_node_twice_are_linear() -> None:
         parent.children = [child, child]
     rows = tree_rows([nodes[0]])
     assert [r.entry["id"] for r in rows] == [f"n{i}" for i in range(41)]
+
+
+def test_previews_of_decoded_records_equal_previews_of_dicts(tmp_path: Any) -> None:
+    import sys
+    from pathlib import Path
+
+    from sessiontree.views import decode_for_preview
+
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo))
+    try:
+        from bench.generate import generate_session
+    finally:
+        sys.path.remove(str(repo))
+    path = tmp_path / "s.jsonl"
+    generate_session(path, 3_000, seed=9)
+    manager = SessionManager.open(path, read_only=True)
+    store = manager.store
+    for i in range(len(store)):
+        fast = decode_for_preview(store.raw_at(i))
+        for width in (20, 90):
+            assert entry_preview(fast, width) == entry_preview(store.entry_at(i), width), store.id_at(i)

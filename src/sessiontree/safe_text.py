@@ -57,9 +57,21 @@ def _char_width(char: str) -> int:
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
+# Characters that may not take exactly one cell: combining marks, zero-width and format characters, and the
+# wide East Asian and emoji blocks. Text without any of them is as wide as it is long (the common case).
+_NOT_ONE_CELL = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u0900-\u0903\u093a-\u094f\u0e31-\u0e3a\u1100-\u115f\u1ab0-\u1aff\u1dc0-\u1dff\u200b-\u200f"
+    "\u2060-\u2064\u20d0-\u20ff\u231a\u231b\u23e9-\u23ec\u2614\u2615\u2648-\u2653\u26a1\u26bd\u26be"
+    "\u26c4\u26c5\u26d4\u26ea\u26f5\u26fa\u26fd\u2705\u270a\u270b\u2728\u274c\u2753-\u2755\u2795-\u2797"
+    "\u2b1b\u2b1c\u2b50\u2b55\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe00-\ufe0f"
+    "\ufe10-\ufe19\ufe20-\ufe6f\ufeff\uff00-\uff60\uffe0-\uffe6\U0001f000-\U0001faff\U00020000-\U0003fffd]"
+)
+
+
 def cell_width(text: str) -> int:
     """The number of terminal cells ``text`` takes (wide East Asian characters count 2, combining marks 0)."""
-    if text.isascii():
+    if text.isascii() or not _NOT_ONE_CELL.search(text):
         return len(text)
     return sum(_char_width(c) for c in text)
 
@@ -68,18 +80,19 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     """``text`` cut to at most ``width`` cells, ending in ``ellipsis`` when something was cut."""
     if width <= 0:
         return ""
-    if text.isascii():
+    if text.isascii() or not _NOT_ONE_CELL.search(text):
         if len(text) <= width:
             return text
         return text[: max(0, width - cell_width(ellipsis))] + ellipsis
-    if cell_width(text) <= width:
-        return text
     room = width - cell_width(ellipsis)
     used = 0
-    for i, char in enumerate(text):
+    cut: int | None = None
+    for i, char in enumerate(text):  # one pass, over about ``width`` characters at most
         used += _char_width(char)
-        if used > room:
-            return text[:i] + ellipsis
+        if cut is None and used > room:
+            cut = i
+        if used > width:
+            return text[: cut or 0] + ellipsis
     return text
 
 
@@ -91,10 +104,12 @@ def one_line(text: str, width: int, *, lookahead: int = 4) -> str:
     """
     if width <= 0:
         return ""
+    if len(text) <= width and text.isascii() and text.isprintable() and "  " not in text:
+        return text  # already one clean line (isprintable is false for every control character)
     take = max(64, width * lookahead)
     while True:
         head = text[:take]
         flat = safe_text(" ".join(head.split()))
-        if len(head) == len(text) or cell_width(flat) > width:
+        if len(head) == len(text) or len(flat) > width:  # a wide character only makes it wider
             return cut_to_width(flat, width)
         take *= 4

@@ -9,9 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import msgspec
+
 from .safe_text import one_line
 
-__all__ = ["TreeRow", "connector_prefix", "entry_preview", "entry_role", "message_text", "tree_rows"]
+__all__ = [
+    "TreeRow",
+    "connector_prefix",
+    "decode_for_preview",
+    "entry_preview",
+    "entry_role",
+    "message_text",
+    "tree_rows",
+]
 
 
 class _Node(Protocol):
@@ -138,24 +148,86 @@ def connector_prefix(guides: Sequence[bool], branch_start: bool, max_levels: int
     return "".join(parts)
 
 
-def message_text(content: Any) -> str:
-    """The text of a message ``content`` (string, or text blocks joined); any other value gives ``""``."""
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    thinking: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"null")  # decoded only when a preview gets as far as showing them
+
+
+class _Message(msgspec.Struct):
+    role: Any = None
+    content: str | list[_Block] | None = None
+    toolName: Any = None
+    command: Any = None
+    stopReason: Any = None
+    errorMessage: Any = None
+    summary: Any = None
+
+
+class _MessageEntry(msgspec.Struct):
+    """The fields of a ``message`` entry that a preview shows; everything else is skipped, not decoded."""
+
+    type: Any = None
+    id: Any = None
+    message: _Message | None = None
+
+
+_preview_decoder = msgspec.json.Decoder(_MessageEntry)
+_MESSAGE_LINE = b'{"type":"message"'
+
+
+def decode_for_preview(raw: bytes) -> Any:
+    """An entry's line decoded for ``entry_preview`` only: a message as pi writes it becomes a light record
+    of the previewed fields (several times faster than a dict of everything); other lines become dicts."""
+    from . import _json
+
+    if raw.startswith(_MESSAGE_LINE):
+        try:
+            return _preview_decoder.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass  # an odd shape: the general path below takes any JSON value
+    return _json.loads(raw)
+
+
+_RECORDS = (dict, _Block, _Message, _MessageEntry)
+
+
+def _get(record: Any, key: str, default: Any = None) -> Any:
+    if isinstance(record, dict):
+        return record.get(key, default)
+    value = getattr(record, key, None)
+    return default if value is None else value
+
+
+def message_text(content: Any, limit: int | None = None) -> str:
+    """The text of a message ``content`` (string, or text blocks joined); any other value gives ``""``.
+
+    With ``limit``, blocks stop being added once the text is at least that long (for previews).
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
+        parts: list[str] = []
+        size = 0
         for block in content:
-            if not isinstance(block, dict):
+            if limit is not None and size >= limit:
+                break
+            if not isinstance(block, _RECORDS):
                 continue
-            kind = block.get("type")
+            kind = _get(block, "type")
             if kind == "text":
-                parts.append(_str(block.get("text", "")))
+                parts.append(_str(_get(block, "text", "")))
             elif kind == "thinking":
-                parts.append(f"(thinking) {_str(block.get('thinking', ''))}")
+                parts.append(f"(thinking) {_str(_get(block, 'thinking', ''))}")
             elif kind == "toolCall":
-                parts.append(f"{_str(block.get('name'))}({_short_args(block.get('arguments'))})")
+                parts.append(f"{_str(_get(block, 'name'))}({_short_args(_get(block, 'arguments'))})")
             elif kind == "image":
                 parts.append("[image]")
+            else:
+                continue
+            size += len(parts[-1]) + 1
         return " ".join(p for p in parts if p)
     return ""
 
@@ -167,6 +239,10 @@ def _str(value: Any, limit: int = 4000) -> str:
 
 
 def _short_args(arguments: Any) -> str:
+    if isinstance(arguments, msgspec.Raw):
+        from . import _json
+
+        arguments = _json.loads(bytes(arguments))
     if not isinstance(arguments, dict):
         return ""
     return ", ".join(
@@ -188,33 +264,79 @@ def entry_role(entry: dict[str, Any]) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def entry_preview(entry: dict[str, Any], width: int = 80) -> str:
+def entry_preview(entry: Any, width: int = 80) -> str:
     """A one-line description of an entry (role or type, then its text), safe to print: control characters
     and escape sequences are shown escaped, and the text is cut to ``width`` terminal cells."""
-    head, body = _preview_parts(entry)
+    head, body = _preview_parts(entry, width * 4 + 64)
     head = one_line(head, 60)
     return head if body is None else f"{head}: {one_line(body, width)}"
 
 
-def _preview_parts(entry: dict[str, Any]) -> tuple[str, str | None]:
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            message = {}
-        role = message.get("role", "?")
-        if role == "toolResult":
-            body = f"{_str(message.get('toolName'))}: {message_text(message.get('content'))}"
-        elif role == "bashExecution":
-            body = f"$ {_str(message.get('command'))}"
-        elif role in ("compactionSummary", "branchSummary"):
-            body = _str(message.get("summary", ""), 1 << 20)
+def _record_text(content: Any, limit: int) -> str:
+    """``message_text`` for decoded records (attribute access, the hot path of long previews)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    size = 0
+    for block in content or ():
+        if size >= limit:
+            break
+        kind = block.type
+        if kind == "text":
+            part = _str(block.text if block.text is not None else "")
+        elif kind == "thinking":
+            part = f"(thinking) {_str(block.thinking if block.thinking is not None else '')}"
+        elif kind == "toolCall":
+            part = f"{_str(block.name)}({_short_args(block.arguments)})"
+        elif kind == "image":
+            part = "[image]"
         else:
-            body = message_text(message.get("content"))
-        if role == "assistant" and message.get("stopReason") in ("error", "aborted"):
-            error = message.get("errorMessage")
-            body = f"[{message.get('stopReason')}] {error if isinstance(error, str) and error else body}"
+            continue
+        parts.append(part)
+        size += len(part) + 1
+    return " ".join(p for p in parts if p)
+
+
+def _record_parts(message: _Message, limit: int) -> tuple[str, str]:
+    role = message.role
+    if role == "toolResult":
+        body = f"{_str(message.toolName)}: {_record_text(message.content, limit)}"
+    elif role == "bashExecution":
+        body = f"$ {_str(message.command)}"
+    elif role in ("compactionSummary", "branchSummary"):
+        body = _str(message.summary if message.summary is not None else "", 1 << 20)
+    else:
+        body = _record_text(message.content, limit)
+    if role == "assistant" and message.stopReason in ("error", "aborted"):
+        error = message.errorMessage
+        body = f"[{message.stopReason}] {error if isinstance(error, str) and error else body}"
+    return _str(role if role is not None else "?"), body
+
+
+def _preview_parts(entry: Any, limit: int | None = None) -> tuple[str, str | None]:
+    if isinstance(entry, _MessageEntry) and entry.message is not None:
+        return _record_parts(entry.message, limit if limit is not None else 1 << 30)
+    kind = _get(entry, "type")
+    if kind == "message":
+        message = _get(entry, "message")
+        if not isinstance(message, _RECORDS):
+            message = {}
+        role = _get(message, "role", "?")
+        if role == "toolResult":
+            body = f"{_str(_get(message, 'toolName'))}: {message_text(_get(message, 'content'), limit)}"
+        elif role == "bashExecution":
+            body = f"$ {_str(_get(message, 'command'))}"
+        elif role in ("compactionSummary", "branchSummary"):
+            body = _str(_get(message, "summary", ""), 1 << 20)
+        else:
+            body = message_text(_get(message, "content"), limit)
+        stop = _get(message, "stopReason")
+        if role == "assistant" and stop in ("error", "aborted"):
+            error = _get(message, "errorMessage")
+            body = f"[{stop}] {error if isinstance(error, str) and error else body}"
         return _str(role), body
+    if not isinstance(entry, dict):
+        return _str(kind), None
     if kind == "model_change":
         return f"model → {_str(entry.get('provider'))}/{_str(entry.get('modelId'))}", None
     if kind == "thinking_level_change":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..safe_text import cell_width, cut_to_width, one_line, safe_text
-from ..views import TreeRow, connector_prefix, entry_preview, entry_role, tree_rows
+from ..views import TreeRow, connector_prefix, decode_for_preview, entry_preview, entry_role, tree_rows
 from ._common import Styler
 
 if TYPE_CHECKING:
@@ -39,12 +39,12 @@ class _PathNode:
 
     __slots__ = ("_manager", "children", "id", "label", "label_timestamp")
 
-    def __init__(self, manager: SessionManager, entry_id: str) -> None:
+    def __init__(self, manager: SessionManager, entry_id: str, labels: dict[str, str]) -> None:
         self._manager = manager
         self.id = entry_id
         self.children: list[_PathNode] = []
-        self.label = manager.get_label(entry_id)
-        self.label_timestamp = manager.get_label_timestamp(entry_id)
+        self.label = labels.get(entry_id)
+        self.label_timestamp = manager.get_label_timestamp(entry_id) if self.label is not None else None
 
     @property
     def entry(self) -> dict[str, Any]:
@@ -61,10 +61,11 @@ def _rows(manager: SessionManager, options: TreeOptions) -> list[TreeRow]:
     if not options.active:
         return tree_rows(manager.get_tree())
     ids = _path_ids(manager)
+    labels = manager.get_labels()
     rows: list[TreeRow] = []
     for depth, entry_id in enumerate(ids):
         following = [ids[depth + 1]] if depth + 1 < len(ids) else []
-        rows.append(TreeRow(_PathNode(manager, entry_id), depth, 0, following, True))
+        rows.append(TreeRow(_PathNode(manager, entry_id, labels), depth, 0, following, True))
     return rows
 
 
@@ -72,14 +73,37 @@ def _max_levels(width: int) -> int:
     return max(2, width // 9)  # branch lines take at most a third of the width
 
 
-def _line(row: TreeRow, leaf: str | None, active: set[str], options: TreeOptions, style: Styler) -> str:
+def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
+    """The row's id and its entry decoded for the preview only (no full decode, nothing cached)."""
+    node = row.node
+    entry_id = getattr(node, "id", None)
+    position = getattr(node, "index", None)
+    if position is None and isinstance(entry_id, str):
+        position = manager.store.index_of(entry_id)
+    if isinstance(entry_id, str) and isinstance(position, int):
+        return entry_id, decode_for_preview(manager.store.raw_at(position))
     entry = row.entry
     raw_id = entry.get("id")
-    entry_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
+    return (raw_id if isinstance(raw_id, str) else repr(raw_id)), entry
+
+
+def _line(
+    manager: SessionManager,
+    row: TreeRow,
+    leaf: str | None,
+    active: set[str],
+    options: TreeOptions,
+    style: Styler,
+) -> str:
+    entry_id, entry = _previewed(manager, row)
     on_path = entry_id in active
     marker = "●" if entry_id == leaf else ("•" if on_path else " ")
     prefix = connector_prefix(row.guides, row.branch_start, _max_levels(options.width))
-    shown_id = cut_to_width(safe_text(entry_id), _ID_CELLS)
+    shown_id = (
+        entry_id
+        if len(entry_id) <= 16 and entry_id.isalnum()
+        else cut_to_width(safe_text(entry_id), _ID_CELLS)
+    )
     label = f" [{one_line(row.label, _LABEL_CELLS)}]" if row.label else ""
     used = cell_width(prefix) + 2 + cell_width(shown_id) + cell_width(label) + 1
     preview = entry_preview(entry, max(10, options.width - used - 12))
@@ -114,8 +138,42 @@ def _visible(rows: list[TreeRow], options: TreeOptions) -> Iterator[tuple[TreeRo
         i = j
 
 
+def _path_lines(
+    manager: SessionManager, ids: list[str], options: TreeOptions, style: Styler
+) -> Iterator[str]:
+    """``--active``: one line per entry of the path, built without tree rows (long paths print fast)."""
+    store = manager.store
+    labels = manager.get_labels()
+    leaf = manager.get_leaf_id()
+    width = options.width
+    shown = ids if options.limit is None else ids[: options.limit]
+    for entry_id in shown:
+        position = store.index_of(entry_id)
+        entry = decode_for_preview(store.raw_at(position)) if position is not None else {"id": entry_id}
+        shown_id = (
+            entry_id
+            if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum()
+            else cut_to_width(safe_text(entry_id), _ID_CELLS)
+        )
+        label = labels.get(entry_id)
+        tag = f" [{one_line(label, _LABEL_CELLS)}]" if label else ""
+        used = 3 + cell_width(shown_id) + cell_width(tag)
+        preview = cut_to_width(entry_preview(entry, max(10, width - used - 12)), max(1, width - used))
+        if style.enabled:
+            shown_id, tag = style(shown_id, "bold"), style(tag, "yellow")
+        yield f"{'●' if entry_id == leaf else '•'} {shown_id}{tag} {preview}"
+    if len(shown) < len(ids):
+        rest = len(ids) - len(shown)
+        yield style(f"… {rest} more {'entry' if rest == 1 else 'entries'} (raise --limit to see them)", "dim")
+
+
 def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> Iterator[str]:
     """The lines of ``sessiontree tree``, then a blank line and a summary."""
+    if options.active:
+        ids = _path_ids(manager)
+        yield from _path_lines(manager, ids, options, style)
+        yield from _summary(manager, f"{len(ids)} entries on the active path of {len(manager.store)}")
+        return
     rows = _rows(manager, options)
     leaf = manager.get_leaf_id()
     active = set(_path_ids(manager))
@@ -130,10 +188,13 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
         if folded:
             yield _fold(row, folded, options.depth or 0, options, style)
         else:
-            yield _line(row, leaf, active, options, style)
+            yield _line(manager, row, leaf, active, options, style)
         consumed += folded or 1
-    total = len(manager.store)
-    scope = f"{len(rows)} entries on the active path of {total}" if options.active else f"{total} entries"
+    yield from _summary(manager, f"{len(manager.store)} entries")
+
+
+def _summary(manager: SessionManager, scope: str) -> Iterator[str]:
+    leaf = manager.get_leaf_id()
     name = manager.get_session_name()
     yield ""
     yield f"{scope}, leaf {safe_text(leaf) if leaf else '(none)'}" + (
