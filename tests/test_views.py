@@ -10,22 +10,13 @@ import pytest
 from sessiontree import SessionManager
 from sessiontree.storage import MemoryStore
 from sessiontree.views import entry_preview, message_text, tree_rows
+from tests.builders import assistant
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
 
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "provider": "p",
-        "model": "m",
-        "timestamp": 2,
-    }
 
 
 def row_summary(manager: SessionManager) -> list[tuple[str, int, int, list[str], bool]]:
