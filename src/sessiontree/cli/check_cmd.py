@@ -7,6 +7,7 @@ takes out beside it) and refuses files that are not sessions unless ``--force``.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -14,9 +15,11 @@ import typer
 from ..safe_text import safe_text
 from ._common import (
     EXIT_FAILED,
+    EXIT_USAGE,
     SessionArg,
     Styler,
     emit_json,
+    fail,
     flag,
     handled,
     json_flag,
@@ -44,9 +47,7 @@ def check_cmd(
     from ..storage.repair import check_session_file, repair_session_file
 
     if force and not repair:
-        from ._common import fail
-
-        fail("--force only applies with --repair", 2)
+        fail("--force only applies with --repair", EXIT_USAGE)
     path = session_path(file)
     report: Any = None
     with handled():
@@ -68,7 +69,7 @@ def check_cmd(
             }
         )
     else:
-        style = Styler(__import__("sys").stdout)
+        style = Styler(sys.stdout)
         if report is not None:
             for line in report.describe():
                 say(f"{style('repair:', 'cyan')} {safe_text(line)}")

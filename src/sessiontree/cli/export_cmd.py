@@ -7,6 +7,7 @@ with ``--force``.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -65,9 +66,11 @@ def export_cmd(
     with handled():
         data = export_session(manager, fmt, target)  # type: ignore[arg-type]
     if out is not None and str(out) == "-":
-        os.write(1, data) if not hasattr(__import__("sys").stdout, "buffer") else __import__(
-            "sys"
-        ).stdout.buffer.write(data)
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+        else:
+            sys.stdout.write(data.decode("utf-8"))
         return
     destination = out if out is not None else Path(f"{path.stem}.{fmt}")
     if destination.is_dir():

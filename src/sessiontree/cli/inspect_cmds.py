@@ -6,6 +6,7 @@ display-safe helpers and ``--json`` prints plain JSON.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -67,7 +68,7 @@ def list_cmd(
         where = ", ".join(safe_text(str(d)) for d in dirs) or "(no project directories)"
         say(f"No sessions found in {where}.")
         return
-    style = Styler(__import__("sys").stdout)
+    style = Styler(sys.stdout)
     width = terminal_width()
     title_cells = max(20, min(60, width - 80))
     header = f"{'modified':<16}  {'msgs':>5}  {'id':<8}  {'name / first message':<{title_cells}}  " + (
@@ -132,7 +133,7 @@ def tree_cmd(
         if as_json:
             emit_json(tree_json(manager, options))
             return
-        say_lines(tree_lines(manager, options, Styler(__import__("sys").stdout)))
+        say_lines(tree_lines(manager, options, Styler(sys.stdout)))
 
 
 def context_cmd(
@@ -155,7 +156,7 @@ def context_cmd(
     if as_json:
         emit_json(ctx.to_dict())
         return
-    style = Styler(__import__("sys").stdout)
+    style = Styler(sys.stdout)
     model = ctx.model or {}
     tools = ctx.active_tool_names
     say(
