@@ -128,6 +128,7 @@ def measure_cli(data_dir: Path, *, quick: bool, repeats: int = 3) -> list[CliRes
             warm,
             "< 300 ms @1,000 / 1 GB",
             _verdict(warm, 0.3, stated_list),
+            warm_cpu,
         )
     )
     results.append(CliResult("  warm ÷ cold", subject, warm / cold if cold else float("nan")))
