@@ -80,6 +80,8 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     """``text`` cut to at most ``width`` cells, ending in ``ellipsis`` when something was cut."""
     if width <= 0:
         return ""
+    if 2 * len(text) <= width:
+        return text  # fits even if every character were wide
     if text.isascii() or not _NOT_ONE_CELL.search(text):
         if len(text) <= width:
             return text

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from .safe_text import one_line
+from .safe_text import cell_width, cut_to_width, one_line
 
 __all__ = [
     "TreeRow",
@@ -264,12 +264,21 @@ def entry_role(entry: dict[str, Any]) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def entry_preview(entry: Any, width: int = 80) -> str:
+def entry_preview(entry: Any, width: int = 80, *, line_width: int | None = None) -> str:
     """A one-line description of an entry (role or type, then its text), safe to print: control characters
-    and escape sequences are shown escaped, and the text is cut to ``width`` terminal cells."""
+    and escape sequences are shown escaped, and the text is cut to ``width`` terminal cells (or, with
+    ``line_width``, the whole preview to that many)."""
+    if line_width is not None:
+        width = line_width
     head, body = _preview_parts(entry, width * 4 + 64)
-    head = one_line(head, 60)
-    return head if body is None else f"{head}: {one_line(body, width)}"
+    head = one_line(head, min(60, width))
+    if body is None:
+        return head
+    if line_width is not None:
+        width = line_width - cell_width(head) - 2
+        if width <= 0:
+            return cut_to_width(head, line_width)
+    return f"{head}: {one_line(body, width)}"
 
 
 def _record_text(content: Any, limit: int) -> str:
@@ -283,9 +292,9 @@ def _record_text(content: Any, limit: int) -> str:
             break
         kind = block.type
         if kind == "text":
-            part = _str(block.text if block.text is not None else "")
+            part = _str(block.text if block.text is not None else "", limit)
         elif kind == "thinking":
-            part = f"(thinking) {_str(block.thinking if block.thinking is not None else '')}"
+            part = f"(thinking) {_str(block.thinking if block.thinking is not None else '', limit)}"
         elif kind == "toolCall":
             part = f"{_str(block.name)}({_short_args(block.arguments)})"
         elif kind == "image":

@@ -106,8 +106,7 @@ def _line(
     )
     label = f" [{one_line(row.label, _LABEL_CELLS)}]" if row.label else ""
     used = cell_width(prefix) + 2 + cell_width(shown_id) + cell_width(label) + 1
-    preview = entry_preview(entry, max(10, options.width - used - 12))
-    preview = cut_to_width(preview, max(1, options.width - used))
+    preview = entry_preview(entry, line_width=max(1, options.width - used))
     if on_path:
         return f"{marker} {prefix}{style(shown_id, 'bold')}{style(label, 'yellow')} {preview}"
     return style(f"{marker} {prefix}{shown_id}", "dim") + style(label, "yellow") + " " + style(preview, "dim")
@@ -158,7 +157,7 @@ def _path_lines(
         label = labels.get(entry_id)
         tag = f" [{one_line(label, _LABEL_CELLS)}]" if label else ""
         used = 3 + cell_width(shown_id) + cell_width(tag)
-        preview = cut_to_width(entry_preview(entry, max(10, width - used - 12)), max(1, width - used))
+        preview = entry_preview(entry, line_width=max(1, width - used))
         if style.enabled:
             shown_id, tag = style(shown_id, "bold"), style(tag, "yellow")
         yield f"{'●' if entry_id == leaf else '•'} {shown_id}{tag} {preview}"

@@ -6,6 +6,7 @@ display-safe helpers and ``--json`` prints plain JSON.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -133,7 +134,11 @@ def tree_cmd(
         if as_json:
             emit_json(tree_json(manager, options))
             return
-        say_lines(tree_lines(manager, options, Styler(sys.stdout)))
+        gc.disable()  # tens of thousands of short-lived strings and records, no cycles: skip collections
+        try:
+            say_lines(tree_lines(manager, options, Styler(sys.stdout)))
+        finally:
+            gc.enable()
 
 
 def context_cmd(
