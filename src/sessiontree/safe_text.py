@@ -111,7 +111,15 @@ def one_line(text: str, width: int, *, lookahead: int = 4) -> str:
     take = max(64, width * lookahead)
     while True:
         head = text[:take]
-        flat = safe_text(" ".join(head.split()))
+        flat = " ".join(head.split())
+        if flat.isascii() and flat.isprintable():  # the common case: nothing to escape, one cell each
+            if len(flat) > width:
+                return flat[: width - 1] + "…" if width > 1 else "…"
+            if len(head) == len(text):
+                return flat
+            take *= 4
+            continue
+        flat = safe_text(flat)
         if len(head) == len(text) or len(flat) > width:  # a wide character only makes it wider
             return cut_to_width(flat, width)
         take *= 4

@@ -303,7 +303,7 @@ def _record_text(content: Any, limit: int) -> str:
             continue
         parts.append(part)
         size += len(part) + 1
-    return " ".join(p for p in parts if p)
+    return " ".join([p for p in parts if p])
 
 
 def _record_parts(message: _Message, limit: int) -> tuple[str, str]:

@@ -146,9 +146,11 @@ def _path_lines(
     leaf = manager.get_leaf_id()
     width = options.width
     shown = ids if options.limit is None else ids[: options.limit]
-    for entry_id in shown:
-        position = store.index_of(entry_id)
-        entry = decode_for_preview(store.raw_at(position)) if position is not None else {"id": entry_id}
+    positions = [store.index_of(i) for i in shown]
+    raws = store.raws_at([p for p in positions if p is not None])
+    lines = iter(raws)
+    for entry_id, position in zip(shown, positions, strict=True):
+        entry = decode_for_preview(next(lines)) if position is not None else {"id": entry_id}
         shown_id = (
             entry_id
             if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum()
