@@ -98,7 +98,7 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     return text
 
 
-def one_line(text: str, width: int, *, lookahead: int = 4) -> str:
+def one_line(text: str, width: int, *, lookahead: int = 2) -> str:
     """The start of ``text`` made safe (``safe_text``), whitespace runs collapsed, cut to ``width`` cells.
 
     Only a prefix of a long text is looked at (``lookahead`` × ``width`` characters, more while collapsing

@@ -270,7 +270,7 @@ def entry_preview(entry: Any, width: int = 80, *, line_width: int | None = None)
     ``line_width``, the whole preview to that many)."""
     if line_width is not None:
         width = line_width
-    head, body = _preview_parts(entry, width * 4 + 64)
+    head, body = _preview_parts(entry, width * 2 + 16)
     head = one_line(head, min(60, width))
     if body is None:
         return head
