@@ -1,4 +1,5 @@
-"""Regenerate ``examples/coding-session.jsonl``: a realistic, deterministic coding-agent session.
+"""Regenerate the example session (``src/sessiontree/data/coding-session.jsonl``, shipped in the package and
+linked from ``examples/coding-session.jsonl``): a realistic, deterministic coding-agent session.
 
 It has model and thinking changes, tool calls with results (one failing), an abandoned branch with a branch
 summary, labels, a session name and a compaction, written through ``SessionManager`` with a fixed clock and
@@ -19,7 +20,7 @@ from sessiontree.compaction.session_ops import compact_session
 from sessiontree.compaction.settings import CompactionSettings
 
 HERE = Path(__file__).resolve().parent
-TARGET = HERE / "coding-session.jsonl"
+TARGET = HERE.parent / "src" / "sessiontree" / "data" / "coding-session.jsonl"
 START_MS = 1_764_410_400_000  # 2025-11-29T10:00:00.000Z
 MODEL = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
 

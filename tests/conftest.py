@@ -43,6 +43,13 @@ def list_cases(subdir: str) -> list[str]:
     return sorted(p.name for p in (root / subdir).iterdir() if p.is_dir())
 
 
+@pytest.fixture(autouse=True)
+def _private_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the user's real pi directory or listing cache."""
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path_factory.mktemp("pi-agent")))
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def conformance_dir() -> Path:
     return require_conformance()

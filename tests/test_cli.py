@@ -28,7 +28,8 @@ def test_tree_shows_labels_and_active_path(session: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "[task]" in result.output and "[green]" in result.output
     leaf = SessionManager.open(session, read_only=True).get_leaf_id()
-    assert f"● {leaf}" in result.output
+    assert "● " in result.output and f" {leaf} " in result.output
+    assert any(line.startswith("●") and leaf in line for line in result.output.splitlines())
     assert "Fix parse_duration accumulator" in result.output
 
 
@@ -51,7 +52,7 @@ def test_context_json_equals_library(session: Path) -> None:
     at = runner.invoke(app, ["context", str(session), "--leaf", first, "--json"])
     assert json.loads(at.output)["messages"] == [manager.get_entries()[2]["message"]]
     missing = runner.invoke(app, ["context", str(session), "--leaf", "nope"])
-    assert missing.exit_code == 2 and "Entry nope not found" in missing.output
+    assert missing.exit_code == 1 and "Entry nope not found" in missing.output
 
 
 def test_show_prints_entry_and_fails_for_unknown_id(session: Path) -> None:

@@ -26,6 +26,7 @@ from sessiontree import (
 )
 from sessiontree._json import loads
 from sessiontree.storage import lock
+from tests.builders import assistant
 
 HEADER = '{"type":"session","version":3,"id":"sess-1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}\n'
 V1_HEADER = '{"type":"session","id":"old-1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}\n'
@@ -33,10 +34,6 @@ V1_HEADER = '{"type":"session","id":"old-1","timestamp":"2025-01-01T00:00:00.000
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
 
 
 def message_line(entry_id: str, parent: str | None, text: str) -> str:

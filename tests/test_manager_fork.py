@@ -192,7 +192,7 @@ def test_forks_of_forks_record_their_parent(tmp_path: Path) -> None:
     first = SessionManager.fork_from(source, str(tmp_path), tmp_path / "forks")
     first_path = first.get_session_file()
     assert first_path is not None
-    first.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m"})
+    first.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2})
     first.close()
     second = SessionManager.fork_from(first_path, str(tmp_path), tmp_path / "forks")
     header: dict[str, Any] | None = second.get_header()

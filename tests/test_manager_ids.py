@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager
+from tests.builders import assistant
 
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 FILE_NAME = r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_{id}\.jsonl$"
@@ -25,10 +26,6 @@ INVALID_IDS = ["", "-abc", "abc-", "_abc", "abc_", ".abc", "abc.", "a/b", "a\\b"
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
 
 
 def file_name_pattern(session_id: str) -> re.Pattern[str]:

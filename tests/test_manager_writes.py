@@ -15,16 +15,13 @@ import pytest
 from sessiontree import SessionError, SessionLockedError, SessionManager
 from sessiontree._json import loads
 from sessiontree.storage import lock
+from tests.builders import assistant
 
 HEADER = '{"type":"session","version":3,"id":"sess-1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}\n'
 
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
 
 
 def message_line(entry_id: str, parent: str | None, text: str = "x") -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,13 +12,21 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_python_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+def _python_blocks() -> list[str]:
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
-    assert blocks, "the README has a Python tour"
+    assert len(blocks) >= 2, "the README has a Python tour and a model example"
+    return blocks
+
+
+def test_python_tour_runs_without_touching_the_pi_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = tmp_path / "agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     namespace: dict[str, object] = {}
-    exec(compile(blocks[0], "README.md", "exec"), namespace)
-    files = list((tmp_path / "agent" / "sessions").rglob("*.jsonl"))
+    exec(compile(_python_blocks()[0], "README.md", "exec"), namespace)
+    assert not agent.exists(), "the tour must not write into pi's session directory"
+    files = list(Path(str(namespace["sessions"])).rglob("*.jsonl"))
     assert len(files) == 1
     from sessiontree import SessionManager
 
@@ -25,6 +34,67 @@ def test_python_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     kinds = [e["type"] for e in reopened.get_entries()]
     assert kinds == ["model_change", "message", "label", "branch_summary"]
     reopened.close()
+
+
+def test_model_example_stops_at_once_without_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        exec(compile(_python_blocks()[1], "README.md", "exec"), {})
+    assert "No API key for anthropic" in str(stopped.value)
+
+
+def _agent_dir_with_fake_anthropic(agent: Path, url: str) -> None:
+    agent.mkdir(parents=True)
+    models = {
+        "providers": {
+            "anthropic": {
+                "baseUrl": url,
+                "api": "anthropic-messages",
+                "models": [{"id": "claude-sonnet-4-5", "contextWindow": 200_000, "maxTokens": 1000}],
+            }
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models), "utf-8")
+    (agent / "auth.json").write_text(
+        json.dumps({"anthropic": {"type": "api_key", "key": "sk-test"}}), "utf-8"
+    )
+
+
+def test_model_example_prints_the_reply_with_the_key_from_auth_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.llm.fake_servers import anthropic_sse, fake_server
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with fake_server() as server:
+        server.replies.append(anthropic_sse(text=["It parses ", "the arguments."]))
+        _agent_dir_with_fake_anthropic(tmp_path / "agent", server.url)
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+        exec(compile(_python_blocks()[1], "README.md", "exec"), {})
+        headers = server.requests[0].headers
+        assert "sk-test" in (
+            headers.get("x-api-key"),
+            headers.get("authorization", "").removeprefix("Bearer "),
+        )
+    assert "It parses the arguments." in capsys.readouterr().out
+
+
+def test_model_example_prints_the_error_of_a_failed_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.llm.fake_servers import JsonReply, fake_server
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with fake_server() as server:
+        error = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+        server.replies.append(JsonReply(401, error))
+        _agent_dir_with_fake_anthropic(tmp_path / "agent", server.url)
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+        with pytest.raises(SystemExit) as stopped:
+            exec(compile(_python_blocks()[1], "README.md", "exec"), {})
+    assert str(stopped.value).startswith("error: ") and "invalid x-api-key" in str(stopped.value)
 
 
 def test_setup_commands_are_the_ones_ci_runs() -> None:

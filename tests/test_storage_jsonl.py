@@ -513,3 +513,16 @@ def test_entries_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert store.entries() == entries
     assert len(calls) == 1
     store.close()
+
+
+def test_raws_at_gives_the_same_lines_as_raw_at(tmp_path: Path) -> None:
+    from sessiontree import SessionManager
+
+    manager = SessionManager.create(str(tmp_path), tmp_path / "s")
+    for i in range(20):
+        manager.append_message({"role": "user", "content": f"message {i} " + "é" * i, "timestamp": i})
+    store = manager.store
+    positions = [7, 3, 19, 0, 3]
+    assert store.raws_at(positions) == [store.raw_at(i) for i in positions]
+    assert store.raws_at([]) == []
+    manager.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -9,16 +10,13 @@ import pytest
 from sessiontree import SessionManager
 from sessiontree.storage import MemoryStore
 from sessiontree.views import entry_preview, message_text, tree_rows
+from tests.builders import assistant
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
 
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m"}
 
 
 def row_summary(manager: SessionManager) -> list[tuple[str, int, int, list[str], bool]]:
@@ -218,3 +216,77 @@ def test_message_text() -> None:
     )
     assert message_text(None) == ""
     assert message_text(42) == ""
+
+
+ODD_VALUES: list[Any] = [
+    5,
+    1.5,
+    None,
+    True,
+    "",
+    "x" * 10_000,
+    [],
+    [1, None, {}],
+    {},
+    {"a": [1]},
+    "\x1b[2J\ud800",
+]
+FIELDS = ("message", "role", "content", "provider", "modelId", "thinkingLevel", "activeToolNames", "summary",
+          "tokensBefore", "targetId", "label", "name", "customType", "id", "type", "toolName", "command")  # fmt: skip
+KINDS = ("message", "model_change", "thinking_level_change", "active_tools_change", "compaction",
+         "branch_summary", "label", "session_info", "custom_message", "custom", "leaf", 7, None)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("field", FIELDS)
+def test_previews_accept_any_json_value_in_any_field(kind: Any, field: str) -> None:
+    for value in ODD_VALUES:
+        entry: dict[str, Any] = {"type": kind, "id": "e", "message": {"role": "user", "content": "hi"}}
+        if field in ("role", "content", "toolName", "command"):
+            entry["message"] = {"role": "toolResult" if field == "toolName" else "user", field: value}
+        else:
+            entry[field] = value
+        preview = entry_preview(entry, 40)
+        assert isinstance(preview, str) and "\x1b" not in preview and "\ud800" not in preview
+
+
+def test_active_tools_change_with_a_number() -> None:
+    assert entry_preview(_entry("active_tools_change", activeToolNames=5)) == "tools → 5"
+
+
+def test_rows_of_a_tree_that_lists_a_node_twice_are_linear() -> None:
+    class Node:
+        def __init__(self, name: str) -> None:
+            self.entry = {"id": name}
+            self.children: list[Node] = []
+            self.label = None
+            self.label_timestamp = None
+
+    # a chain where every level lists its child twice: 2^40 paths, 41 nodes
+    nodes = [Node(f"n{i}") for i in range(41)]
+    for parent, child in itertools.pairwise(nodes):
+        parent.children = [child, child]
+    rows = tree_rows([nodes[0]])
+    assert [r.entry["id"] for r in rows] == [f"n{i}" for i in range(41)]
+
+
+def test_previews_of_decoded_records_equal_previews_of_dicts(tmp_path: Any) -> None:
+    import sys
+    from pathlib import Path
+
+    from sessiontree.views import decode_for_preview
+
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo))
+    try:
+        from bench.generate import generate_session
+    finally:
+        sys.path.remove(str(repo))
+    path = tmp_path / "s.jsonl"
+    generate_session(path, 3_000, seed=9)
+    manager = SessionManager.open(path, read_only=True)
+    store = manager.store
+    for i in range(len(store)):
+        fast = decode_for_preview(store.raw_at(i))
+        for width in (20, 90):
+            assert entry_preview(fast, width) == entry_preview(store.entry_at(i), width), store.id_at(i)

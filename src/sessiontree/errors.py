@@ -6,6 +6,7 @@ Holds no logic beyond formatting; every module raises these instead of bare exce
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousReferenceError",
     "CorruptSessionError",
     "SessionError",
     "SessionLockedError",
@@ -18,7 +19,8 @@ class SessionError(Exception):
     """Base class for every error sessiontree raises about a session.
 
     ``kind`` is a short machine-readable code (pi's harness codes: ``not_found``, ``invalid_session``,
-    ``invalid_entry``, ``invalid_fork_target``, ``storage``, ``locked``, ``invalid_argument``, ``unknown``).
+    ``invalid_entry``, ``invalid_fork_target``, ``storage``, ``locked``, ``invalid_argument``, ``unknown``;
+    and sessiontree's own: ``ambiguous``, ``not_a_file``, ``not_a_session``, ``read_only``).
     """
 
     kind: str = "unknown"
@@ -55,3 +57,13 @@ class StorageError(SessionError):
     """An operating-system level failure while reading or writing a session."""
 
     kind = "storage"
+
+
+class AmbiguousReferenceError(SessionError):
+    """An id prefix, label or session name that matches more than one thing; ``candidates`` lists them."""
+
+    kind = "ambiguous"
+
+    def __init__(self, message: str, *, candidates: list[str], path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.candidates = candidates

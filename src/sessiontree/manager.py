@@ -20,6 +20,7 @@ from .context import SessionContext, compute_retained_tail, context_from_path
 from .errors import SessionError, SessionNotFoundError
 from .ids import Clock, IdFactory, assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
 from .index import LocalIndex, PathView, SessionIndex
+from .messages import validate_message
 from .repo import ensure_private_dir, session_file_name
 from .storage import EntryStore, JsonlStore, MemoryStore, Problem
 from .tree import TreeNode
@@ -380,7 +381,8 @@ class SessionManager:
             self._leaf = entry["id"]
 
     def append_message(self, message: dict[str, Any]) -> str:
-        """Append a ``message`` entry (any role) under the leaf; returns its id."""
+        """Append a ``message`` entry under the leaf (``validate_message`` checks it first); returns its id."""
+        validate_message(message)
         return self._append(lambda i, p, t: E.message_entry(i, p, t, message))
 
     def append_thinking_level_change(self, thinking_level: str) -> str:

@@ -207,8 +207,11 @@ def _refuse_read_only(manager: SessionManager, what: str) -> None:
         raise SessionError(f"Cannot {what}: the session was opened read-only", kind="read_only")
 
 
-def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id: str | None) -> str | None:
-    _refuse_read_only(manager, "create a branched session")
+def branched_session_content(
+    manager: SessionManager, leaf_id: str, *, session_id: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any] | bytes], str]:
+    """The header, lines and file name of a new session holding root→``leaf_id`` (labels re-created after
+    the path, as pi's ``createBranchedSession``); reads only, so read-only managers can use it."""
     path = manager.get_path_view(leaf_id)
     if not len(path):
         raise SessionNotFoundError(f"Entry {leaf_id} not found")
@@ -241,7 +244,13 @@ def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id
         label_ts = manager.get_label_timestamp(target) or ts
         lines.append(E.label_entry(new_id, previous, label_ts, target, label))
         previous = new_id
-    manager._replace_store(manager._spawn(header, session_file_name(ts, sid), lines))
+    return header, lines, session_file_name(ts, sid)
+
+
+def create_branched_session(manager: SessionManager, leaf_id: str, *, session_id: str | None) -> str | None:
+    _refuse_read_only(manager, "create a branched session")
+    header, lines, name = branched_session_content(manager, leaf_id, session_id=session_id)
+    manager._replace_store(manager._spawn(header, name, lines))
     return manager.get_session_file()
 
 

@@ -5,7 +5,11 @@ Plain dicts at runtime so unknown fields survive; these types only document and 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
+
+from .errors import SessionError
 
 __all__ = [
     "AgentMessage",
@@ -29,8 +33,10 @@ __all__ = [
     "compaction_summary_message",
     "custom_message",
     "empty_usage",
+    "register_message_role",
     "tool_result_message",
     "user_message",
+    "validate_message",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -280,3 +286,67 @@ def compaction_summary_message(summary: str, tokens_before: float, timestamp: in
         "tokensBefore": tokens_before,
         "timestamp": timestamp,
     }
+
+
+# -- validation of the message envelope ------------------------------------------------------------------
+_CONTENT_STR_OR_BLOCKS = frozenset({"user", "custom", "hookMessage"})  # hookMessage: v2's name for custom
+_CONTENT_BLOCKS = frozenset({"assistant", "toolResult"})
+_BUILTIN_ROLES = frozenset(
+    {*_CONTENT_STR_OR_BLOCKS, *_CONTENT_BLOCKS, "bashExecution", "branchSummary", "compactionSummary"}
+)
+_custom_roles: set[str] = set()
+
+
+def register_message_role(role: str) -> None:
+    """Allow an app-defined message role in ``append_message`` (its fields are the app's business)."""
+    if not isinstance(role, str) or not role:
+        raise SessionError("a message role must be a non-empty string", kind="invalid_argument")
+    _custom_roles.add(role)
+
+
+def _invalid(field: str, problem: str) -> SessionError:
+    return SessionError(f"invalid message: {field} {problem}", kind="invalid_argument")
+
+
+def _check_blocks(content: list[Any]) -> None:
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            raise _invalid(f"'content[{i}]'", "must be a content block: an object with a string 'type'")
+
+
+def validate_message(message: Any) -> None:
+    """Check a message's envelope before it is stored: an object with a known (or registered) ``role``,
+    ``content`` of the role's shape and a numeric ``timestamp``. Raises ``SessionError`` (kind
+    ``invalid_argument``) naming the field."""
+    if not isinstance(message, Mapping):
+        raise SessionError(
+            f"invalid message: must be an object (a dict), not {type(message).__name__}",
+            kind="invalid_argument",
+        )
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise _invalid("'role'", "is missing or not a string")
+    if role not in _BUILTIN_ROLES:
+        if role in _custom_roles:
+            return
+        known = ", ".join(sorted(_BUILTIN_ROLES))
+        raise _invalid("'role'", f"{role!r} is not a known role ({known}; register_message_role allows more)")
+    stamp = message.get("timestamp")
+    if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
+        what = "is missing" if "timestamp" not in message else "must be a number"
+        raise _invalid("'timestamp'", f"{what} (epoch milliseconds)")
+    content = message.get("content")
+    if role in _CONTENT_STR_OR_BLOCKS:
+        if isinstance(content, list):
+            _check_blocks(content)
+        elif not isinstance(content, str):
+            raise _invalid("'content'", f"of a {role} message must be a string or a list of content blocks")
+    elif role in _CONTENT_BLOCKS:
+        if not isinstance(content, list):
+            raise _invalid("'content'", f"of a {role} message must be a list of content blocks")
+        _check_blocks(content)
+    elif role == "bashExecution":
+        if not isinstance(message.get("command"), str):
+            raise _invalid("'command'", "of a bashExecution message must be a string")
+    elif not isinstance(message.get("summary"), str):
+        raise _invalid("'summary'", f"of a {role} message must be a string")

@@ -1,6 +1,7 @@
-"""Presentation helpers shared by the CLI and tools: flat tree rows, one-line entry previews.
+"""Presentation helpers shared by the CLI and tools: flat tree rows with connectors, one-line entry previews.
 
-Turns tree nodes and entries into plain data; prints nothing and reads no files.
+Turns tree nodes and entries into plain, display-safe data for any JSON value in any field; prints nothing,
+reads no files, and every walk is linear in the number of nodes.
 """
 
 from __future__ import annotations
@@ -8,7 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-__all__ = ["TreeRow", "entry_preview", "message_text", "tree_rows"]
+import msgspec
+
+from .safe_text import cell_width, cut_to_width, one_line
+
+__all__ = [
+    "TreeRow",
+    "connector_prefix",
+    "decode_for_preview",
+    "entry_preview",
+    "entry_role",
+    "message_text",
+    "tree_rows",
+]
 
 
 class _Node(Protocol):
@@ -26,34 +39,56 @@ class _Node(Protocol):
 
 
 class TreeRow:
-    """One node of a tree in pre-order: depth, indent (branch nesting), ids, label, child ids."""
+    """One node of a tree in pre-order: depth, indent (branch nesting), ids, label, child ids, connectors.
 
-    __slots__ = ("children", "depth", "entry", "indent", "label", "label_timestamp", "last_sibling")
+    ``guides`` has one flag per nesting level (``indent`` of them): whether the branch at that level is the
+    last of its siblings (no line continues below it). ``branch_start`` marks the first row of a branch.
+    """
+
+    __slots__ = (
+        "branch_start",
+        "children",
+        "depth",
+        "guides",
+        "indent",
+        "label",
+        "label_timestamp",
+        "last_sibling",
+        "node",
+    )
 
     def __init__(
         self,
-        entry: dict[str, Any],
+        node: _Node,
         depth: int,
         indent: int,
-        label: str | None,
-        label_timestamp: str | None,
         children: list[str],
         last_sibling: bool,
+        guides: tuple[bool, ...] = (),
+        branch_start: bool = False,
     ) -> None:
-        self.entry = entry
+        self.node = node
         self.depth = depth
         self.indent = indent
-        self.label = label
-        self.label_timestamp = label_timestamp
+        self.label = node.label
+        self.label_timestamp = node.label_timestamp
         self.children = children
         self.last_sibling = last_sibling
+        self.guides = guides
+        self.branch_start = branch_start
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The entry (decoded when first asked for)."""
+        return self.node.entry
 
     def to_dict(self) -> dict[str, Any]:
         """The row as conformance ``tree.json`` nodes: id, type, parentId, depth, label, children."""
+        entry = self.entry
         return {
-            "id": self.entry.get("id"),
-            "type": self.entry.get("type"),
-            "parentId": self.entry.get("parentId"),
+            "id": entry.get("id"),
+            "type": entry.get("type"),
+            "parentId": entry.get("parentId"),
             "depth": self.depth,
             "label": self.label,
             "labelTimestamp": self.label_timestamp,
@@ -61,105 +96,307 @@ class TreeRow:
         }
 
 
+def _node_id(node: _Node) -> str:
+    fast = getattr(node, "id", None)  # TreeNode knows its id without decoding the entry
+    return fast if isinstance(fast, str) else str(node.entry.get("id"))
+
+
 def tree_rows(roots: Sequence[_Node]) -> list[TreeRow]:
     """Pre-order rows of a forest, iteratively (trees can be tens of thousands of levels deep).
 
-    ``indent`` grows only at branch points, so a long linear conversation stays flat.
+    ``indent`` grows only at branch points, so a long linear conversation stays flat. Each node is emitted
+    once even when a damaged tree lists it under several parents, so the walk is linear in the node count.
     """
     rows: list[TreeRow] = []
-    stack: list[tuple[_Node, int, int, bool]] = [
-        (r, 0, 0 if len(roots) == 1 else 1, i == len(roots) - 1) for i, r in reversed(list(enumerate(roots)))
+    seen: set[int] = set()
+    several = len(roots) > 1
+    stack: list[tuple[_Node, int, int, bool, tuple[bool, ...], bool]] = [
+        (r, 0, 1 if several else 0, i == len(roots) - 1, (i == len(roots) - 1,) if several else (), several)
+        for i, r in reversed(list(enumerate(roots)))
     ]
     while stack:
-        node, depth, indent, last = stack.pop()
-        children = node.children
-        rows.append(
-            TreeRow(
-                node.entry,
-                depth,
-                indent,
-                node.label,
-                node.label_timestamp,
-                [str(c.entry.get("id")) for c in children],
-                last,
-            )
-        )
-        child_indent = indent + 1 if len(children) > 1 else indent
+        node, depth, indent, last, guides, start = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children = list({id(c): c for c in node.children if id(c) not in seen}.values())
+        rows.append(TreeRow(node, depth, indent, [_node_id(c) for c in children], last, guides, start))
+        branching = len(children) > 1
+        child_indent = indent + 1 if branching else indent
         for i in range(len(children) - 1, -1, -1):
-            stack.append((children[i], depth + 1, child_indent, i == len(children) - 1))
+            is_last = i == len(children) - 1
+            child_guides = (*guides, is_last) if branching else guides
+            stack.append((children[i], depth + 1, child_indent, is_last, child_guides, branching))
     return rows
 
 
-def message_text(content: Any) -> str:
-    """The text of a message ``content`` (string, or text blocks joined)."""
+def connector_prefix(guides: Sequence[bool], branch_start: bool, max_levels: int) -> str:
+    """The branch lines drawn before a row (``├─``, ``└─``, ``│``; see ``TreeRow.guides``), at most
+    ``max_levels`` levels wide: deeper rows show their innermost levels after a ``+N`` count of the rest."""
+    if not guides:
+        return ""
+    last_level = len(guides) - 1
+    parts = []
+    for level, last in enumerate(guides):
+        if level == last_level and branch_start:
+            parts.append("└─ " if last else "├─ ")
+        else:
+            parts.append("   " if last else "│  ")
+    hidden = len(parts) - max(1, max_levels)
+    if hidden > 0:
+        return f"+{hidden} " + "".join(parts[hidden:])
+    return "".join(parts)
+
+
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    thinking: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"null")  # decoded only when a preview gets as far as showing them
+
+
+class _Message(msgspec.Struct):
+    role: Any = None
+    content: str | list[_Block] | None = None
+    toolName: Any = None
+    command: Any = None
+    stopReason: Any = None
+    errorMessage: Any = None
+    summary: Any = None
+
+
+class _MessageEntry(msgspec.Struct):
+    """The fields of a ``message`` entry that a preview shows; everything else is skipped, not decoded."""
+
+    type: Any = None
+    id: Any = None
+    message: _Message | None = None
+
+
+_preview_decoder = msgspec.json.Decoder(_MessageEntry)
+_MESSAGE_LINE = b'{"type":"message"'
+
+
+def decode_for_preview(raw: bytes) -> Any:
+    """An entry's line decoded for ``entry_preview`` only: a message as pi writes it becomes a light record
+    of the previewed fields (several times faster than a dict of everything); other lines become dicts."""
+    from . import _json
+
+    if raw.startswith(_MESSAGE_LINE):
+        try:
+            return _preview_decoder.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass  # an odd shape: the general path below takes any JSON value
+    return _json.loads(raw)
+
+
+_RECORDS = (dict, _Block, _Message, _MessageEntry)
+
+
+def _get(record: Any, key: str, default: Any = None) -> Any:
+    if isinstance(record, dict):
+        return record.get(key, default)
+    value = getattr(record, key, None)
+    return default if value is None else value
+
+
+def message_text(content: Any, limit: int | None = None) -> str:
+    """The text of a message ``content`` (string, or text blocks joined); any other value gives ``""``.
+
+    With ``limit``, blocks stop being added once the text is at least that long (for previews).
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
+        parts: list[str] = []
+        size = 0
         for block in content:
-            if not isinstance(block, dict):
+            if limit is not None and size >= limit:
+                break
+            if not isinstance(block, _RECORDS):
                 continue
-            kind = block.get("type")
+            kind = _get(block, "type")
             if kind == "text":
-                parts.append(str(block.get("text", "")))
+                parts.append(_str(_get(block, "text", "")))
             elif kind == "thinking":
-                parts.append(f"(thinking) {block.get('thinking', '')}")
+                parts.append(f"(thinking) {_str(_get(block, 'thinking', ''))}")
             elif kind == "toolCall":
-                parts.append(f"{block.get('name')}({_short_args(block.get('arguments'))})")
+                parts.append(f"{_str(_get(block, 'name'))}({_short_args(_get(block, 'arguments'))})")
             elif kind == "image":
                 parts.append("[image]")
+            else:
+                continue
+            size += len(parts[-1]) + 1
         return " ".join(p for p in parts if p)
     return ""
 
 
+def _str(value: Any, limit: int = 4000) -> str:
+    """Any JSON value as display text; long values are cut (previews show a line of them at most)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text[:limit] if len(text) > limit else text
+
+
 def _short_args(arguments: Any) -> str:
+    if isinstance(arguments, msgspec.Raw):
+        from . import _json
+
+        arguments = _json.loads(bytes(arguments))
     if not isinstance(arguments, dict):
         return ""
     return ", ".join(
-        f"{k}={v!r}" if not isinstance(v, str) else f"{k}={v[:40]!r}" for k, v in arguments.items()
+        f"{_str(k, 40)}={v[:40]!r}" if isinstance(v, str) else f"{_str(k, 40)}={_str(v, 40)}"
+        for k, v in arguments.items()
     )
 
 
-def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+def _names(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_str(v, 80) for v in value)
+    return _str(value, 200)
 
 
-def entry_preview(entry: dict[str, Any], width: int = 80) -> str:
-    """A one-line description of an entry: role or type, then its text."""
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            message = {}
-        role = message.get("role", "?")
-        if role == "toolResult":
-            body = f"{message.get('toolName')}: {message_text(message.get('content'))}"
-        elif role == "bashExecution":
-            body = f"$ {message.get('command')}"
+def entry_role(entry: dict[str, Any]) -> str | None:
+    """The message role of a ``message`` entry (``None`` for other entries or a role that is not a string)."""
+    message = entry.get("message") if entry.get("type") == "message" else None
+    role = message.get("role") if isinstance(message, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def entry_preview(entry: Any, width: int = 80, *, line_width: int | None = None) -> str:
+    """A one-line description of an entry (role or type, then its text), safe to print: control characters
+    and escape sequences are shown escaped, and the text is cut to ``width`` terminal cells (or, with
+    ``line_width``, the whole preview to that many)."""
+    if line_width is not None:
+        width = line_width
+    head, body = _preview_parts(entry, width * 2 + 16)
+    head = one_line(head, min(60, width))
+    if body is None:
+        return head
+    if line_width is not None:
+        width = line_width - cell_width(head) - 2
+        if width <= 0:
+            return cut_to_width(head, line_width)
+    return f"{head}: {one_line(body, width)}"
+
+
+def _record_text(content: Any, limit: int) -> str:
+    """``message_text`` for decoded records (attribute access, the hot path of long previews)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    size = 0
+    for block in content or ():
+        if size >= limit:
+            break
+        kind = block.type
+        if kind == "text":
+            part = _str(block.text if block.text is not None else "", limit)
+        elif kind == "thinking":
+            part = f"(thinking) {_str(block.thinking if block.thinking is not None else '', limit)}"
+        elif kind == "toolCall":
+            part = f"{_str(block.name)}({_short_args(block.arguments)})"
+        elif kind == "image":
+            part = "[image]"
         else:
-            body = message_text(message.get("content"))
-        if role == "assistant" and message.get("stopReason") in ("error", "aborted"):
-            body = f"[{message.get('stopReason')}] {message.get('errorMessage') or body}"
-        return f"{role}: {_one_line(body, width)}"
+            continue
+        parts.append(part)
+        size += len(part) + 1
+    return " ".join([p for p in parts if p])
+
+
+def _record_parts(message: _Message, limit: int) -> tuple[str, str]:
+    role = message.role
+    if role == "toolResult":
+        body = f"{_str(message.toolName)}: {_record_text(message.content, limit)}"
+    elif role == "bashExecution":
+        body = f"$ {_str(message.command)}"
+    elif role in ("compactionSummary", "branchSummary"):
+        body = _str(message.summary if message.summary is not None else "", 1 << 20)
+    else:
+        body = _record_text(message.content, limit)
+    if role == "assistant" and message.stopReason in ("error", "aborted"):
+        error = message.errorMessage
+        body = f"[{message.stopReason}] {error if isinstance(error, str) and error else body}"
+    return _str(role if role is not None else "?"), body
+
+
+def _preview_parts(entry: Any, limit: int | None = None) -> tuple[str, str | None]:
+    if isinstance(entry, _MessageEntry) and entry.message is not None:
+        return _record_parts(entry.message, limit if limit is not None else 1 << 30)
+    kind = _get(entry, "type")
+    if kind == "message":
+        message = _get(entry, "message")
+        if not isinstance(message, _RECORDS):
+            message = {}
+        role = _get(message, "role", "?")
+        if role == "toolResult":
+            body = f"{_str(_get(message, 'toolName'))}: {message_text(_get(message, 'content'), limit)}"
+        elif role == "bashExecution":
+            body = f"$ {_str(_get(message, 'command'))}"
+        elif role in ("compactionSummary", "branchSummary"):
+            body = _str(_get(message, "summary", ""), 1 << 20)
+        else:
+            body = message_text(_get(message, "content"), limit)
+        stop = _get(message, "stopReason")
+        if role == "assistant" and stop in ("error", "aborted"):
+            error = _get(message, "errorMessage")
+            body = f"[{stop}] {error if isinstance(error, str) and error else body}"
+        return _str(role), body
+    if not isinstance(entry, dict):
+        return _str(kind), None
     if kind == "model_change":
-        return f"model → {entry.get('provider')}/{entry.get('modelId')}"
+        return f"model → {_str(entry.get('provider'))}/{_str(entry.get('modelId'))}", None
     if kind == "thinking_level_change":
-        return f"thinking → {entry.get('thinkingLevel')}"
+        return f"thinking → {_str(entry.get('thinkingLevel'))}", None
     if kind == "active_tools_change":
-        return f"tools → {', '.join(map(str, entry.get('activeToolNames') or []))}"
+        return "tools → " + _names(entry.get("activeToolNames")), None
     if kind == "compaction":
-        return f"compaction ({entry.get('tokensBefore')} tokens before): {_one_line(str(entry.get('summary', '')), width)}"
+        return f"compaction ({_str(entry.get('tokensBefore'))} tokens before)", _str(entry.get("summary", ""))
     if kind == "branch_summary":
-        return f"branch summary: {_one_line(str(entry.get('summary', '')), width)}"
+        return "branch summary", _str(entry.get("summary", ""))
     if kind == "label":
-        return f"label {entry.get('targetId')} = {entry.get('label', '(cleared)')}"
+        label = entry.get("label")
+        shown = "(cleared)" if label is None or label == "" else _str(label)
+        return f"label {_str(entry.get('targetId'))} = {shown}", None
     if kind == "session_info":
-        return f"name = {entry.get('name')}"
+        return f"name = {_str(entry.get('name'))}", None
     if kind == "custom_message":
-        return f"custom[{entry.get('customType')}]: {_one_line(message_text(entry.get('content')), width)}"
+        return f"custom[{_str(entry.get('customType'))}]", message_text(entry.get("content"))
     if kind == "custom":
-        return f"custom[{entry.get('customType')}]"
+        return f"custom[{_str(entry.get('customType'))}]", None
     if kind == "leaf":
-        return f"leaf → {entry.get('targetId')}"
-    return f"{kind}"
+        return f"leaf → {_str(entry.get('targetId'))}", None
+    return _str(kind), None
+
+
+def message_full_text(message: Any) -> str:
+    """The whole text of a context message, for reading (not for a model): text, thinking, tool calls with
+    their arguments, tool output, shell commands and their output, summaries."""
+    if not isinstance(message, dict):
+        return _str(message, 1 << 30)
+    role = message.get("role")
+    if role in ("compactionSummary", "branchSummary"):
+        return _str(message.get("summary", ""), 1 << 30)
+    if role == "bashExecution":
+        return f"$ {_str(message.get('command'))}\n{_str(message.get('output', ''), 1 << 30)}"
+    content = message.get("content")
+    if not isinstance(content, list):
+        return content if isinstance(content, str) else ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_str(block.get("text", ""), 1 << 30))
+        elif kind == "thinking":
+            parts.append(f"(thinking) {_str(block.get('thinking', ''), 1 << 30)}")
+        elif kind == "toolCall":
+            from ._json import dumps
+
+            parts.append(f"→ {_str(block.get('name'))} {dumps(block.get('arguments'))}")
+        elif kind == "image":
+            parts.append(f"[image {_str(block.get('mimeType'))}]")
+    return "\n".join(parts)

@@ -99,3 +99,58 @@ def test_env_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_openai_compatible_model() -> None:
     model = openai_compatible_model("llama", "http://127.0.0.1:8080/v1", images=True)
     assert model.api == "openai-completions" and model.supports_images and model.cost.input == 0
+
+
+# -- spellings, suggestions and pi's auth.json ---------------------------------------------------------------
+def test_find_accepts_dotted_and_cased_spellings() -> None:
+    from sessiontree.llm.models import ModelRegistry
+
+    registry = ModelRegistry()
+    sonnet = registry.get("anthropic", "claude-sonnet-4-5")
+    assert sonnet is not None
+    for ref in ("anthropic/claude-sonnet-4.5", "claude-sonnet-4.5", "Anthropic/Claude_Sonnet_4.5"):
+        assert registry.find(ref) is sonnet, ref
+    assert registry.find("openai/claude-sonnet-4.5") is None  # the provider still has to match
+
+
+def test_require_names_the_closest_models() -> None:
+    import pytest
+
+    from sessiontree.llm.models import ModelRegistry
+
+    with pytest.raises(LookupError) as raised:
+        ModelRegistry().require("anthropic/claude-sonet-4.6")
+    assert "did you mean anthropic/claude-sonnet-4-5" in str(raised.value)
+
+
+def test_api_keys_come_from_auth_json_before_the_environment(tmp_path: Path) -> None:
+    import json
+
+    from sessiontree.llm.models import ModelRegistry, load_auth_file
+
+    auth = tmp_path / "auth.json"
+    auth.write_text(
+        json.dumps(
+            {
+                "anthropic": {"type": "api_key", "key": "from-file"},
+                "openai": "bare-string",
+                "github-copilot": {"type": "oauth", "access": "x", "refresh": "y", "expires": 1},
+            }
+        ),
+        "utf-8",
+    )
+    assert load_auth_file(auth) == {"anthropic": "from-file", "openai": "bare-string"}
+    env = {"ANTHROPIC_API_KEY": "from-env", "GROQ_API_KEY": "groq-env"}
+    registry = ModelRegistry.load(environ=env, auth_path=auth)
+    assert registry.api_key("anthropic") == "from-file"
+    assert registry.api_key("groq") == "groq-env"
+    assert load_auth_file(tmp_path / "missing.json") == {}
+
+
+def test_auth_json_is_found_under_pi_coding_agent_dir(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from sessiontree.llm.models import ModelRegistry, default_auth_path
+
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path))
+    (tmp_path / "auth.json").write_text('{"xai": {"type": "api_key", "key": "k"}}', "utf-8")
+    assert default_auth_path() == tmp_path / "auth.json"
+    assert ModelRegistry.load(environ={}).api_key("xai") == "k"

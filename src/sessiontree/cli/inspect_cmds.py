@@ -1,179 +1,236 @@
-"""Read-mostly commands: list, tree, context, show, check (with --repair).
+"""Read-only commands: list, latest, tree, context, show, stats. None of them changes a file.
 
-Each command opens sessions through the library and renders with rich; none holds session logic.
+Each opens sessions read-only through the library and renders the result; session text goes through the
+display-safe helpers and ``--json`` prints plain JSON.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import gc
+import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from .. import SessionManager
-from .._json import dumps
-from ..entries import session_header
-from ..errors import SessionError
-from ..ids import iso_from_ms, now_ms, uuid7
-from ..storage.repair import check_session_file, repair_session_file
-from ..views import entry_preview, tree_rows
+from ..safe_text import cell_width, cut_to_width, one_line, safe_text
+from ._common import (
+    EXIT_FAILED,
+    SessionArg,
+    Styler,
+    emit_json,
+    entry_id,
+    fail,
+    flag,
+    handled,
+    json_flag,
+    open_read,
+    say,
+    say_lines,
+    terminal_width,
+)
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
-
-FileArg = Annotated[Path, typer.Argument(help="A session .jsonl file.", show_default=False)]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _open(path: Path) -> SessionManager:
-    try:
-        return SessionManager.open(path, read_only=True)
-    except SessionError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", metavar="N", min=0, help="Show at most N rows.", show_default=False)
+]
 
 
 def list_cmd(
-    all_: Annotated[
-        bool, typer.Option("--all", "-a", help="Sessions of every project, not just this one.")
+    all_: Annotated[bool, flag("--all", "Sessions of every project, not just this one.", "-a")] = False,
+    cwd: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The project whose sessions to list (default: this directory)."),
+    ] = None,
+    session_dir: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="List the sessions in this directory instead of pi's."),
+    ] = None,
+    paths: Annotated[bool, flag("--paths", "Print only the sessions' paths, one per line.")] = False,
+    no_cache: Annotated[
+        bool, flag("--no-cache", "Read every file; do not use or update the listing cache.")
     ] = False,
-    cwd: Annotated[Path, typer.Option(help="Project directory whose sessions to list.")] = Path("."),
-    session_dir: Annotated[Path | None, typer.Option(help="A custom session directory.")] = None,
-    as_json: JsonOpt = False,
+    as_json: Annotated[bool, json_flag("the sessions (pi's SessionInfo fields)")] = False,
 ) -> None:
-    """List sessions, newest first (pi's directories under ~/.pi/agent/sessions by default)."""
-    infos = (
-        SessionManager.list_all(session_dir) if all_ else SessionManager.list(str(cwd.resolve()), session_dir)
-    )
+    """List sessions, newest first: this project's in pi's session directory (~/.pi/agent/sessions)."""
+    from ..catalogue import list_sessions, session_dirs
+    from .progress import listing_progress
+
+    with handled(), listing_progress() as progress:
+        dirs = session_dirs(str(cwd) if cwd is not None else None, session_dir, all_projects=all_)
+        listing = list_sessions(dirs, on_progress=progress, use_cache=not no_cache)
+    infos = listing.infos
     if as_json:
-        console.print_json(json.dumps([i.to_dict() for i in infos]))
+        emit_json([i.to_dict() for i in infos])
+        return
+    if paths:
+        say_lines([safe_text(str(i.path)) for i in infos])
         return
     if not infos:
-        console.print("No sessions found.")
+        where = ", ".join(safe_text(str(d)) for d in dirs) or "(no project directories)"
+        say(f"No sessions found in {where}.")
         return
-    table = Table("modified", "name / first message", "msgs", "id", "cwd" if all_ else "file")
+    style = Styler(sys.stdout)
+    width = terminal_width()
+    title_cells = max(20, min(60, width - 80))
+    header = f"{'modified':<16}  {'msgs':>5}  {'id':<8}  {'name / first message':<{title_cells}}  " + (
+        "project" if all_ else "file"
+    )
+    lines = [style(header, "bold")]
     for info in infos:
-        title = info.name or info.first_message
-        table.add_row(
-            info.modified.strftime("%Y-%m-%d %H:%M"),
-            escape(title[:60]),
-            str(info.message_count),
-            info.id[:13],
-            escape(info.cwd if all_ else info.path.name),
+        title = cut_to_width(one_line(info.name or info.first_message, title_cells), title_cells)
+        pad = " " * (title_cells - cell_width(title))
+        where = safe_text(info.cwd) if all_ else safe_text(str(info.path))
+        lines.append(
+            f"{info.modified.strftime('%Y-%m-%d %H:%M'):<16}  {info.message_count:>5}  "
+            f"{safe_text(info.id[:8]):<8}  {title}{pad}  {where}"
         )
-    console.print(table)
+    if all_:
+        lines.append("")
+        lines.append(style("(--paths prints the files)", "dim"))
+    say_lines(lines)
 
 
-def tree_cmd(file: FileArg, as_json: JsonOpt = False) -> None:
-    """Show the session tree: branches, labels, and the active path (from the root to the leaf)."""
-    manager = _open(file)
-    roots = manager.get_tree()
-    rows = tree_rows(roots)
-    if as_json:
-        console.print(
-            dumps(
-                {
-                    "leafId": manager.get_leaf_id(),
-                    "roots": [r.entry.get("id") for r in roots],
-                    "nodes": [r.to_dict() for r in rows],
-                }
-            ),
-            soft_wrap=True,
-        )
-        return
-    active = {e.get("id") for e in manager.get_branch()}
-    leaf = manager.get_leaf_id()
-    for row in rows:
-        entry_id = str(row.entry.get("id"))
-        marker = "●" if entry_id == leaf else ("│" if entry_id in active else " ")
-        label = f" [yellow]\\[{escape(row.label)}][/yellow]" if row.label else ""
-        text = escape(entry_preview(row.entry, 90))
-        style = "bold" if entry_id in active else "dim"
-        console.print(
-            f"{'  ' * row.indent}[{style}]{marker} {entry_id}[/{style}]{label} {text}", soft_wrap=True
-        )
-    name = manager.get_session_name()
-    console.print(f"\n{len(rows)} entries, leaf {leaf}" + (f", name {escape(name)!r}" if name else ""))
+def latest_cmd(
+    cwd: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="The project (default: this directory).")
+    ] = None,
+    session_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Look in this directory instead of pi's.")
+    ] = None,
+) -> None:
+    """Print the path of the most recently modified session (the one `pi -c` continues), for scripts."""
+    from ..catalogue import session_dirs
+    from ..repo import find_most_recent_session
+
+    with handled():
+        (directory,) = session_dirs(str(cwd) if cwd is not None else None, session_dir)
+        found = find_most_recent_session(directory)
+    if found is None:
+        fail(f"No sessions found in {directory}", EXIT_FAILED)
+    say(safe_text(str(found)))
+
+
+def tree_cmd(
+    file: SessionArg,
+    active: Annotated[bool, flag("--active", "Only the active path: from the root to the leaf.")] = False,
+    depth: Annotated[
+        int | None,
+        typer.Option(
+            "--depth",
+            metavar="N",
+            min=0,
+            help="Show branches nested at most N levels deep; deeper ones are folded into a count.",
+        ),
+    ] = None,
+    limit: LimitOpt = None,
+    as_json: Annotated[bool, json_flag("the rows (with role, preview and timestamp)")] = False,
+) -> None:
+    """Show the session tree: branches, labels, and the active path (● marks the leaf, • the active path)."""
+    from ._tree_view import TreeOptions, tree_json, tree_lines
+
+    manager, _ = open_read(file)
+    options = TreeOptions(active=active, depth=depth, limit=limit, width=terminal_width())
+    with handled():
+        if as_json:
+            emit_json(tree_json(manager, options))
+            return
+        gc.disable()  # tens of thousands of short-lived strings and records, no cycles: skip collections
+        try:
+            say_lines(tree_lines(manager, options, Styler(sys.stdout)))
+        finally:
+            gc.enable()
 
 
 def context_cmd(
-    file: FileArg,
+    file: SessionArg,
     leaf: Annotated[
-        str | None, typer.Option(help="Build the context at this entry instead of the leaf.")
+        str | None,
+        typer.Option(metavar="ID", help="Build the context at this entry (id, id prefix or label)."),
     ] = None,
-    as_json: JsonOpt = False,
+    full: Annotated[bool, flag("--full", "Print each message's whole text instead of one line.")] = False,
+    as_json: Annotated[bool, json_flag("the context (messages, thinking level, model, tools)")] = False,
 ) -> None:
-    """Show what the model sees at the leaf: messages (after compaction), model, thinking level."""
-    manager = _open(file)
-    if leaf is not None:
-        try:
-            manager.branch(leaf)
-        except SessionError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-    ctx = manager.build_session_context()
+    """Show what the model sees at the leaf: messages (after compaction), model, thinking level, tokens."""
+    from ..llm.tokens import estimate_context_tokens, estimate_tokens
+    from ..views import entry_preview, message_full_text
+
+    manager, _ = open_read(file)
+    target = entry_id(manager, leaf) if leaf is not None else None
+    with handled():
+        ctx = manager.build_session_context(target)
     if as_json:
-        typer.echo(dumps(ctx.to_dict()))
+        emit_json(ctx.to_dict())
         return
+    style = Styler(sys.stdout)
     model = ctx.model or {}
-    console.print(
-        f"model: {model.get('provider', '-')}/{model.get('modelId', '-')}   thinking: {ctx.thinking_level}"
-        + (f"   tools: {', '.join(ctx.active_tool_names)}" if ctx.active_tool_names is not None else "")
+    tools = ctx.active_tool_names
+    say(
+        f"model: {one_line(str(model.get('provider', '-')), 40)}/{one_line(str(model.get('modelId', '-')), 60)}"
+        f"   thinking: {one_line(str(ctx.thinking_level), 20)}"
+        + (f"   tools: {one_line(', '.join(map(str, tools)), 200)}" if isinstance(tools, list) else "")
     )
+    width = terminal_width()
+    lines = []
     for i, message in enumerate(ctx.messages):
-        role = message.get("role", "?")
-        preview = entry_preview({"type": "message", "message": message}, 100)
-        if role in ("compactionSummary", "branchSummary"):
-            preview = f"{role}: {str(message.get('summary', ''))[:100]}"
-        console.print(f"[dim]{i:>4}[/dim] {escape(preview)}", soft_wrap=True)
+        tokens = estimate_tokens(message)
+        lead = f"{i:>4} ~{tokens:>6} "
+        if full:
+            role = one_line(str(message.get("role", "?")), 40)
+            lines.append(style(f"{lead}{role}", "bold"))
+            lines.append(safe_text(message_full_text(message), keep_newlines=True))
+            lines.append("")
+        else:
+            preview = entry_preview({"type": "message", "message": message}, width - len(lead) - 20)
+            lines.append(style(lead, "dim") + cut_to_width(preview, width - len(lead)))
+    say_lines(lines)
+    estimate = estimate_context_tokens(ctx.messages)
+    basis = "the last reported usage plus estimates" if estimate.last_usage_index is not None else "estimates"
+    say(f"{len(ctx.messages)} messages, ~{estimate.tokens} tokens ({basis}; per message: characters / 4)")
 
 
-def show_cmd(file: FileArg, entry_id: Annotated[str, typer.Argument(help="The entry id.")]) -> None:
-    """Print one entry as stored (JSON)."""
-    manager = _open(file)
-    entry = manager.get_entry(entry_id)
-    if entry is None:
-        err_console.print(f"[red]error:[/red] Entry {escape(entry_id)} not found in {escape(str(file))}")
-        raise typer.Exit(1)
-    console.print_json(dumps(entry))
-
-
-def check_cmd(
-    file: FileArg,
-    repair: Annotated[
-        bool, typer.Option("--repair", help="Repair what can be repaired (originals kept aside).")
-    ] = False,
+def show_cmd(
+    file: SessionArg,
+    entry: Annotated[str, typer.Argument(metavar="ID", help="The entry (id, id prefix or label).")],
 ) -> None:
-    """Report every problem the loader finds; exit 1 when the file is damaged."""
-    if repair:
-        try:
-            report: Any = repair_session_file(
-                file, new_header_factory=lambda: session_header(uuid7(), iso_from_ms(now_ms()), os.getcwd())
-            )
-        except SessionError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-        console.print(escape(str(report)))
-    problems = check_session_file(file)
-    if not problems:
-        console.print(f"[green]ok[/green] {escape(str(file))}")
+    """Print one entry as stored (JSON)."""
+    manager, _ = open_read(file)
+    target = entry_id(manager, entry)
+    with handled():
+        emit_json(manager.get_entry(target))
+
+
+def stats_cmd(file: SessionArg, as_json: Annotated[bool, json_flag("the figures")] = False) -> None:
+    """Entries, branches, messages by role, tokens and cost: in total and on the active branch."""
+    from ..stats import session_stats
+
+    manager, path = open_read(file)
+    with handled():
+        stats = session_stats(manager)
+    if as_json:
+        emit_json(stats.to_dict())
         return
-    for problem in problems:  # each message already names the file and the line
-        console.print(f"[yellow]{problem.kind}[/yellow] {escape(problem.message)}", soft_wrap=True)
-    damaged = [p for p in problems if not p.is_note]
-    if damaged:
-        raise typer.Exit(1)
 
+    def usage(label: str, totals: object) -> list[str]:
+        from ..stats import UsageTotals
 
-def register(app: typer.Typer) -> None:
-    """Add these commands to the application."""
-    app.command("list")(list_cmd)
-    app.command("tree")(tree_cmd)
-    app.command("context")(context_cmd)
-    app.command("show")(show_cmd)
-    app.command("check")(check_cmd)
+        assert isinstance(totals, UsageTotals)
+        roles = ", ".join(f"{safe_text(role)} {n}" for role, n in sorted(totals.by_role.items())) or "none"
+        return [
+            f"{label}: {totals.messages} messages ({roles}), {totals.tool_calls} tool calls",
+            f"  tokens: {totals.input:,} input, {totals.output:,} output, {totals.cache_read:,} cache read, "
+            f"{totals.cache_write:,} cache write ({totals.total_tokens:,} total); cost ${totals.cost:.4f}",
+        ]
+
+    kinds = ", ".join(f"{safe_text(k)} {n}" for k, n in sorted(stats.by_type.items()))
+    say_lines(
+        [
+            f"file: {safe_text(str(path))}",
+            f"session: {safe_text(stats.session_id)}"
+            + (f" ({one_line(stats.name, 60)})" if stats.name else ""),
+            f"entries: {stats.entries} ({kinds or 'none'})",
+            f"branches: {stats.leaves} tips, {stats.branch_points} branch points; {stats.labels} labels",
+            *usage("whole file", stats.total),
+            *usage(f"active branch ({stats.active_entries} entries)", stats.active),
+            f"  context at the leaf: {stats.context_messages} messages, ~{stats.context_tokens:,} tokens",
+        ]
+    )

@@ -37,10 +37,13 @@ def resolve_summarizer(
     if offline or not ref:
         return OfflineSummarizer()
     models = registry if registry is not None else ModelRegistry.load(environ=env)
-    model = models.find(ref)
-    if model is None:
-        raise ValueError(f"Unknown model {ref!r} (add it to the models file or use provider/id)")
+    try:
+        model = models.require(ref)
+    except LookupError as exc:
+        raise ValueError(str(exc)) from None
     key = models.api_key(model.provider)
     if not key:
-        raise ValueError(f"No API key for provider {model.provider!r}")
+        raise ValueError(
+            f"No API key for provider {model.provider!r} (set it in the environment or in pi's auth.json)"
+        )
     return LlmSummarizer(model, StreamOptions(api_key=key))

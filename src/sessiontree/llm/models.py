@@ -1,10 +1,12 @@
-"""Which models exist and how to reach them: a small built-in table, user model files, API keys from the env.
+"""Which models exist and how to reach them: a small built-in table, user model files, API keys from pi's
+``auth.json`` and the environment.
 
 Holds data and lookups only; it never opens a network connection and never writes the user's files.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -19,8 +21,10 @@ __all__ = [
     "DEFAULT_BASE_URLS",
     "ENV_API_KEYS",
     "ModelRegistry",
+    "default_auth_path",
     "default_models_path",
     "get_env_api_key",
+    "load_auth_file",
     "load_models_file",
     "openai_compatible_model",
     "parse_models_config",
@@ -133,10 +137,49 @@ def get_env_api_key(provider: str, environ: Mapping[str, str] | None = None) -> 
     return None
 
 
+def _agent_dir() -> Path:
+    base = os.environ.get("PI_CODING_AGENT_DIR")
+    return Path(base).expanduser() if base else Path.home() / ".pi" / "agent"
+
+
 def default_models_path() -> Path:
     """pi's user model file: ``$PI_CODING_AGENT_DIR/models.json`` (default ``~/.pi/agent/models.json``)."""
-    base = os.environ.get("PI_CODING_AGENT_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".pi" / "agent") / "models.json"
+    return _agent_dir() / "models.json"
+
+
+def default_auth_path() -> Path:
+    """pi's credentials file: ``$PI_CODING_AGENT_DIR/auth.json`` (default ``~/.pi/agent/auth.json``)."""
+    return _agent_dir() / "auth.json"
+
+
+def load_auth_file(path: str | Path) -> dict[str, str]:
+    """API keys from pi's ``auth.json``: ``{provider: {"type": "api_key", "key": ...}}`` (or a bare string).
+
+    OAuth entries (``"type": "oauth"``) are skipped: using them needs pi's token refresh. A missing file gives
+    no keys; a file that is not a JSON object raises ``ValueError`` naming it.
+    """
+    file = Path(path)
+    try:
+        text = file.read_bytes()
+    except FileNotFoundError:
+        return {}
+    try:
+        data = loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{file}: not valid JSON ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{file}: expected an object of providers at the top level")
+    keys: dict[str, str] = {}
+    for provider, entry in data.items():
+        if isinstance(entry, str) and entry:
+            keys[provider] = entry
+        elif (
+            isinstance(entry, Mapping)
+            and entry.get("type") == "api_key"
+            and isinstance(entry.get("key"), str)
+        ) and entry["key"]:
+            keys[provider] = entry["key"]
+    return keys
 
 
 def _resolve_key(value: Any, environ: Mapping[str, str]) -> str | None:
@@ -223,16 +266,23 @@ class ModelRegistry:
     ) -> None:
         self._models: dict[tuple[str, str], Model] = {}
         self._keys: dict[str, str] = dict(api_keys or {})
+        self._auth_keys: dict[str, str] = {}
         self._environ = environ
         for model in models:
             self.add(model)
 
     @classmethod
     def load(
-        cls, path: str | Path | None = None, *, environ: Mapping[str, str] | None = None
+        cls,
+        path: str | Path | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        auth_path: str | Path | None = None,
     ) -> ModelRegistry:
-        """Built-ins plus the user file (``default_models_path()`` when ``path`` is None and it exists)."""
+        """Built-ins plus the user file (``default_models_path()`` when ``path`` is None and it exists), with
+        the API keys of pi's ``auth.json`` (``default_auth_path()`` unless ``auth_path`` is given)."""
         registry = cls(environ=environ)
+        registry._auth_keys = load_auth_file(auth_path if auth_path is not None else default_auth_path())
         file = Path(path) if path is not None else default_models_path()
         if path is not None or file.is_file():
             models, keys = load_models_file(file, environ)
@@ -254,14 +304,59 @@ class ModelRegistry:
         return self._models.get((provider, model_id))
 
     def find(self, ref: str) -> Model | None:
-        """Look up ``"provider/id"`` or a bare id (first provider that has it)."""
-        if "/" in ref:
-            provider, _, model_id = ref.partition("/")
+        """Look up ``"provider/id"`` or a bare id (first provider that has it); spellings that differ only in
+        case, ``.`` / ``_`` / ``-`` (``claude-sonnet-4.5``) find the same model."""
+        provider, _, model_id = ref.rpartition("/")
+        if provider:
             found = self.get(provider, model_id)
             if found is not None:
                 return found
-        return next((m for m in self._models.values() if m.id == ref), None)
+        exact = next((m for m in self._models.values() if m.id == ref), None)
+        if exact is not None:
+            return exact
+        wanted = _spelling(model_id)
+        return next(
+            (
+                m
+                for m in self._models.values()
+                if _spelling(m.id) == wanted
+                and (not provider or _spelling(m.provider) == _spelling(provider))
+            ),
+            None,
+        )
+
+    def suggest(self, ref: str, n: int = 3) -> list[str]:
+        """The known ``provider/id`` names closest to ``ref`` (for "did you mean" messages)."""
+        # with a provider, compare whole names; a bare id is compared with the ids
+        whole = "/" in ref
+        keyed = {
+            _spelling(f"{m.provider}/{m.id}" if whole else m.id): f"{m.provider}/{m.id}"
+            for m in self._models.values()
+        }
+        close = difflib.get_close_matches(_spelling(ref), list(keyed), n=n, cutoff=0.5)
+        return [keyed[c] for c in close]
+
+    def require(self, ref: str) -> Model:
+        """``find(ref)``, or ``LookupError`` naming the closest known models."""
+        found = self.find(ref)
+        if found is not None:
+            return found
+        close = self.suggest(ref)
+        hint = (
+            f"; did you mean {' or '.join(close)}?"
+            if close
+            else " (add it to the models file or use provider/id)"
+        )
+        raise LookupError(f"Unknown model {ref!r}{hint}")
 
     def api_key(self, provider: str) -> str | None:
-        """The key for ``provider``: from the user file, else from the environment."""
-        return self._keys.get(provider) or get_env_api_key(provider, self._environ)
+        """The key for ``provider``: from the user model file, else pi's ``auth.json``, else the environment."""
+        return (
+            self._keys.get(provider)
+            or self._auth_keys.get(provider)
+            or get_env_api_key(provider, self._environ)
+        )
+
+
+def _spelling(name: str) -> str:
+    return name.lower().replace(".", "-").replace("_", "-")

@@ -184,6 +184,22 @@ def _temp_file(directory: Path, stem: str) -> tuple[Path, int]:
     raise StorageError(f"{directory}: cannot create a temporary file", path=str(directory))
 
 
+def _take_mode_and_owner(fd: int, path: Path) -> None:
+    """Give the new file behind ``fd`` the mode and owner of the file it replaces (as far as allowed)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return  # a new file keeps FILE_MODE
+    os.fchmod(fd, st.st_mode & 0o7777)
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except PermissionError:
+            with contextlib.suppress(PermissionError):  # not root: at least the group, when we belong to it
+                os.fchown(fd, -1, st.st_gid)
+
+
 def atomic_replace(
     path: Path, data: bytes, *, exclusive: bool = False, keep_open: bool = False
 ) -> int | None:
@@ -191,12 +207,15 @@ def atomic_replace(
 
     ``exclusive`` fails (``StorageError``) when ``path`` already exists instead of replacing it. With
     ``keep_open`` the new file is writer-locked before it becomes visible and its ``O_APPEND`` descriptor is
-    returned for further appends (the caller owns it).
+    returned for further appends (the caller owns it). A replaced file's mode and owner carry over to the new
+    one; a new file is 0600.
     """
     ensure_dir(path.parent)
     require_safe_dir(path.parent)
     temp, fd = _temp_file(path.parent, path.name)
     try:
+        if not exclusive:
+            _take_mode_and_owner(fd, path)
         if keep_open:
             lock.acquire(fd, path)
         write_all(fd, data)

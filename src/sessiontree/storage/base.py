@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ne
@@ -185,6 +185,10 @@ class EntryStore(ABC):
     def ids_at(self, positions: Iterable[int]) -> list[str]:
         """``[id_at(i) for i in positions]``, done in one call (cheap for long paths)."""
         return [self.id_at(i) for i in positions]
+
+    def raws_at(self, positions: Sequence[int]) -> list[bytes]:
+        """``[raw_at(i) for i in positions]``, done in one call (a file store reads the bytes once)."""
+        return [self.raw_at(i) for i in positions]
 
     def types_at(self, positions: Iterable[int]) -> list[str]:
         """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""

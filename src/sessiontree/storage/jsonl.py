@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -372,6 +372,14 @@ class JsonlStore(IndexedStore):
         if i < 0:
             i += len(self._ids)
         return self._read_range(self._starts[i], self._ends[i])
+
+    def raws_at(self, positions: Sequence[int]) -> list[bytes]:
+        if not positions:
+            return []
+        starts, ends = self._starts, self._ends
+        low = min(starts[i] for i in positions)
+        blob = self._read_range(low, max(ends[i] for i in positions))
+        return [blob[starts[i] - low : ends[i] - low] for i in positions]
 
     def entries(self) -> list[dict[str, Any]]:
         # one read for the whole file instead of a pread per entry

@@ -41,6 +41,10 @@ class RepairReport:
         """Whether the file was modified."""
         return bool(self.actions)
 
+    def describe(self) -> list[str]:
+        """What was done, one sentence per line (``nothing to repair`` when the file was left alone)."""
+        return list(self.actions) or [f"{self.path}: nothing to repair"]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
         return {
@@ -63,6 +67,9 @@ def check_session_file(path: str | Path) -> list[Problem]:
     except CorruptSessionError as exc:
         return [Problem("bad_header", exc.line, str(exc))]
     with store:
+        if store.header is None:
+            what = "empty" if not os.path.getsize(file) else "blank (whitespace only)"
+            return [Problem("empty", None, f"{file}: the file is {what}: no session header, no entries")]
         tree = TreeIndex(store)
         tree.find_cycles()
         return [*store.problems, *tree.problems]
@@ -100,15 +107,28 @@ def _keep_original(file: Path, data: bytes, report: RepairReport) -> None:
     report.moved_aside.append(aside)
 
 
+def _refuse_non_session(file: Path, header_error: str, kept: int, dropped: int) -> None:
+    total = kept + dropped
+    raise CorruptSessionError(
+        f"{file}: does not look like a session file: {header_error.removeprefix(f'{file}: ')}; "
+        f"{kept} of {total} non-blank lines parse as session entries. Nothing was changed "
+        "(repair with force to rewrite it anyway; the original is kept aside).",
+        kind="not_a_session",
+        path=str(file),
+    )
+
+
 def repair_session_file(
-    path: str | Path, *, new_header_factory: Callable[[], Mapping[str, Any]]
+    path: str | Path, *, new_header_factory: Callable[[], Mapping[str, Any]], force: bool = False
 ) -> RepairReport:
     """Repair ``path`` in place under the writer lock (``SessionLockedError`` if a writer holds it).
 
     A damaged header: the original is kept as ``<file>.corrupt-<n>`` and the file is rewritten (atomically)
-    with ``new_header_factory()`` and every line that parses as an entry. Bad lines in the middle or extra
-    headers: the same rewrite with the original header. A torn last line only: moved to ``<file>.torn-<n>``
-    and cut. A missing final newline: written. A v1/v2 file is migrated first (backup ``.v<N>.bak``).
+    with ``new_header_factory()`` and every line that parses as an entry; when fewer than half of the lines
+    (or none) parse as entries the file is not a session and is left untouched (``CorruptSessionError`` of
+    kind ``not_a_session``) unless ``force``. Bad lines in the middle or extra headers: the same rewrite with
+    the original header. A torn last line only: moved to ``<file>.torn-<n>`` and cut. A missing final
+    newline: written. A v1/v2 file is migrated first (backup ``.v<N>.bak``). Rewrites keep the file's mode.
     """
     file = resolve_path(Path(path))  # a link is resolved once, as at open: the target is what gets repaired
     report = RepairReport(file)
@@ -128,8 +148,10 @@ def repair_session_file(
         try:
             store = JsonlStore.open(file, read_only=True)
         except CorruptSessionError as exc:
-            report.problems.append(Problem("bad_header", exc.line, str(exc)))
             kept, dropped = _recover_lines(data)
+            if not force and (not kept or len(kept) < len(dropped)):
+                _refuse_non_session(file, str(exc), len(kept), len(dropped))
+            report.problems.append(Problem("bad_header", exc.line, str(exc)))
             header = _json.dumps_bytes(dict(new_header_factory()))
             _keep_original(file, data, report)
             _fileio.atomic_replace(file, b"".join([header, b"\n", *(line + b"\n" for line in kept)]))

@@ -1,0 +1,273 @@
+"""What every command shares: output (plain lines, styles, JSON), errors and exit codes, option types, and
+finding the session and the entries a command line names.
+
+Every string taken from a session reaches the terminal through ``safe_text``; JSON output is plain JSON.
+Holds no session logic: opening, lookups and listings are library calls.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from ..errors import SessionError
+from ..safe_text import json_for_terminal, safe_text
+
+if TYPE_CHECKING:
+    from ..manager import SessionManager
+    from ..storage import Problem
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 the session (or an entry, or a file) is missing or damaged, or the operation "
+    "failed; 2 the command line is wrong."
+)
+_USAGE_KINDS = frozenset({"invalid_argument", "ambiguous", "invalid_fork_target"})
+_MAX_WARNINGS = 5
+
+SessionArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="A session .jsonl file, or the id (a unique prefix will do) or name of a session in pi's "
+        "session directory.",
+        show_default=False,
+    ),
+]
+
+
+class _QuietHelp:
+    """Shows ``-h, --help`` without a value placeholder, like every other flag."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class Command(_QuietHelp, TyperCommand):
+    """A command whose help lists flags without ``<bool>``."""
+
+
+class Group(_QuietHelp, TyperGroup):
+    """The application group, with the same help style; commands are built on first use."""
+
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.commands, *(name for name in self.lazy if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = self.commands.get(cmd_name)
+        if found is None and cmd_name in self.lazy:
+            import importlib
+
+            module, function = self.lazy[cmd_name]
+            holder = typer.Typer(
+                add_completion=False, context_settings={"help_option_names": ["-h", "--help"]}
+            )
+            add_command(
+                holder, cmd_name, getattr(importlib.import_module(f"{__package__}.{module}"), function)
+            )
+            found = self.commands[cmd_name] = typer.main.get_command(holder)
+        return found
+
+
+def lazy_group(commands: dict[str, tuple[str, str]]) -> type[Group]:
+    """A ``Group`` class that builds ``commands`` (name -> (module in this package, function)) when used."""
+    return type("LazyGroup", (Group,), {"lazy": dict(commands)})
+
+
+def add_command(app: typer.Typer, name: str, function: Any) -> None:
+    """Register ``function`` as command ``name``, with the exit code table under its help."""
+    app.command(name, cls=Command, epilog=EXIT_CODES)(function)
+
+
+def flag(name: str, help: str, *aliases: str) -> Any:
+    """A boolean ``--name`` option without a value placeholder in ``--help``."""
+    return typer.Option(name, *aliases, help=help, metavar="", show_default=False)
+
+
+def json_flag(what: str) -> Any:
+    """The ``--json`` option of a command that prints ``what``."""
+    return flag("--json", f"Print {what} as JSON (plain JSON of the stored values) instead of text.")
+
+
+# -- output ----------------------------------------------------------------------------------------------
+def _color_enabled(stream: Any) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+class Styler:
+    """ANSI styles for text sessiontree itself writes, only when the stream is a terminal (and no NO_COLOR)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.enabled = _color_enabled(stream)
+
+    def __call__(self, text: str, style: str) -> str:
+        if not self.enabled or not text:
+            return text
+        return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+
+
+def say(text: str = "") -> None:
+    """Print a line of display text (already made safe by the caller) to stdout."""
+    sys.stdout.write(text + "\n")
+
+
+def say_lines(lines: Iterator[str] | list[str]) -> None:
+    """Print many lines at once (fast for tens of thousands of rows)."""
+    write = sys.stdout.write
+    buffer: list[str] = []
+    for line in lines:
+        buffer.append(line)
+        if len(buffer) >= 4096:
+            write("\n".join(buffer) + "\n")
+            buffer.clear()
+    if buffer:
+        write("\n".join(buffer) + "\n")
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as JSON (pi's encoding; terminal-unsafe characters as ``\\u`` escapes)."""
+    from .._json import dumps
+
+    sys.stdout.write(json_for_terminal(dumps(value)) + "\n")
+
+
+def _err(prefix: str, style: str, message: str) -> None:
+    styler = Styler(sys.stderr)
+    sys.stderr.write(f"{styler(prefix, style)} {safe_text(message, keep_newlines=True)}\n")
+
+
+def note(message: str) -> None:
+    """Tell the user something sessiontree did on the side (a migration, a torn line set aside)."""
+    _err("note:", "cyan", message)
+
+
+def warn(message: str) -> None:
+    """Warn on stderr."""
+    _err("warning:", "yellow", message)
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """Print one error line on stderr and stop with ``code``."""
+    _err("error:", "red", message)
+    raise typer.Exit(code)
+
+
+def exit_code_for(error: SessionError) -> int:
+    """2 for what the command line got wrong (bad or ambiguous arguments), 1 for everything else."""
+    return EXIT_USAGE if error.kind in _USAGE_KINDS else EXIT_FAILED
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """Turn library errors into one clear line and the exit code table."""
+    try:
+        yield
+    except SessionError as exc:
+        fail(str(exc), exit_code_for(exc))
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
+        fail("Cancelled; nothing was written.", 130)
+
+
+def terminal_width() -> int:
+    """The terminal's width in cells (``COLUMNS`` wins; 100 when there is no terminal)."""
+    return max(20, shutil.get_terminal_size((100, 24)).columns)
+
+
+# -- sessions and entries ----------------------------------------------------------------------------------
+def session_path(ref: str) -> Path:
+    """The file ``ref`` names: a path, else a session id, unique id prefix or name (this project first)."""
+    from ..catalogue import list_sessions, session_dirs
+    from ..lookup import resolve_session_file, select_session
+    from ..repo import get_sessions_root
+    from .progress import listing_progress
+
+    with handled():
+        path = resolve_session_file(ref)
+        if path is not None:
+            return path
+        here = session_dirs()
+        with listing_progress() as progress:
+            groups = (
+                listing.infos
+                for listing in (
+                    list_sessions(here, on_progress=progress),
+                    list_sessions(session_dirs(all_projects=True), on_progress=progress),
+                )
+            )
+            return select_session(ref, groups, [*here, get_sessions_root()])
+
+
+def report_problems(manager: SessionManager, file: Path, *, skip: frozenset[str] = frozenset()) -> None:
+    """Warn about damage found while opening (the first few; ``check`` lists them all)."""
+    problems = [p for p in manager.problems if p.kind not in skip]
+    notes = [p for p in problems if p.is_note]
+    damage = [p for p in problems if not p.is_note]
+    for problem in notes:
+        note(problem.message)
+    for problem in damage[:_MAX_WARNINGS]:
+        warn(problem.message)
+    if len(damage) > _MAX_WARNINGS:
+        warn(f"{len(damage) - _MAX_WARNINGS} more problems; `sessiontree check {file}` lists them all")
+
+
+def open_read(ref: str) -> tuple[SessionManager, Path]:
+    """Open the session ``ref`` names read-only (nothing is locked or written), warning about damage."""
+    from ..manager import SessionManager
+
+    path = session_path(ref)
+    with handled():
+        manager = SessionManager.open(path, read_only=True)
+        report_problems(manager, path)
+    return manager, path
+
+
+def open_write(path: Path, **options: Any) -> SessionManager:
+    """Open ``path`` to write, after the caller validated everything on a read-only open; says when the file
+    was migrated and where the original is."""
+    from ..manager import SessionManager
+
+    with handled():
+        manager = SessionManager.open(path, **options)
+    for problem in manager.problems:
+        if problem.kind in ("migrated", "symlink"):
+            note(problem.message)
+    return manager
+
+
+def report_writes(manager: SessionManager, seen: list[Problem]) -> None:
+    """Say what a write did on the side, e.g. where a torn last line was put."""
+    for problem in manager.problems:
+        if problem.kind in ("torn_tail_moved", "changed_on_disk") and problem not in seen:
+            note(problem.message)
+
+
+def entry_id(manager: SessionManager, ref: str) -> str:
+    """The entry ``ref`` names: an id, a unique id prefix (4+ characters) or a label."""
+    from ..lookup import resolve_entry_id
+
+    with handled():
+        return resolve_entry_id(manager, ref)

@@ -1,0 +1,223 @@
+"""The text and JSON forms of ``sessiontree tree``: connector lines, folded deep branches, a row limit.
+
+Turns ``views`` rows into lines that fit the terminal; every string from the session goes through the
+display-safe previews. Reads the session through the manager only and never writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..safe_text import cell_width, cut_to_width, one_line, safe_text
+from ..views import TreeRow, connector_prefix, decode_for_preview, entry_preview, entry_role, tree_rows
+from ._common import Styler
+
+if TYPE_CHECKING:
+    from ..manager import SessionManager
+
+__all__ = ["TreeOptions", "tree_json", "tree_lines"]
+
+_ID_CELLS = 24
+_LABEL_CELLS = 30
+_JSON_PREVIEW_CELLS = 120
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """What to draw: only the active path, branches nested at most ``depth`` levels, at most ``limit`` rows."""
+
+    active: bool = False
+    depth: int | None = None
+    limit: int | None = None
+    width: int = 100
+
+
+class _PathNode:
+    """An entry of the active path, shaped like a tree node for ``TreeRow``."""
+
+    __slots__ = ("_manager", "children", "id", "label", "label_timestamp")
+
+    def __init__(self, manager: SessionManager, entry_id: str, labels: dict[str, str]) -> None:
+        self._manager = manager
+        self.id = entry_id
+        self.children: list[_PathNode] = []
+        self.label = labels.get(entry_id)
+        self.label_timestamp = manager.get_label_timestamp(entry_id) if self.label is not None else None
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        return self._manager.get_entry(self.id) or {"id": self.id}
+
+
+def _path_ids(manager: SessionManager) -> list[str]:
+    view = manager.get_path_view()
+    ids = getattr(view, "ids", None)  # the manager's lazy view knows them without decoding entries
+    return list(ids) if ids is not None else [str(e.get("id")) for e in view]
+
+
+def _rows(manager: SessionManager, options: TreeOptions) -> list[TreeRow]:
+    if not options.active:
+        return tree_rows(manager.get_tree())
+    ids = _path_ids(manager)
+    labels = manager.get_labels()
+    rows: list[TreeRow] = []
+    for depth, entry_id in enumerate(ids):
+        following = [ids[depth + 1]] if depth + 1 < len(ids) else []
+        rows.append(TreeRow(_PathNode(manager, entry_id, labels), depth, 0, following, True))
+    return rows
+
+
+def _max_levels(width: int) -> int:
+    return max(2, width // 9)  # branch lines take at most a third of the width
+
+
+def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
+    """The row's id and its entry decoded for the preview only (no full decode, nothing cached)."""
+    node = row.node
+    entry_id = getattr(node, "id", None)
+    position = getattr(node, "index", None)
+    if position is None and isinstance(entry_id, str):
+        position = manager.store.index_of(entry_id)
+    if isinstance(entry_id, str) and isinstance(position, int):
+        return entry_id, decode_for_preview(manager.store.raw_at(position))
+    entry = row.entry
+    raw_id = entry.get("id")
+    return (raw_id if isinstance(raw_id, str) else repr(raw_id)), entry
+
+
+def _line(
+    manager: SessionManager,
+    row: TreeRow,
+    leaf: str | None,
+    active: set[str],
+    options: TreeOptions,
+    style: Styler,
+) -> str:
+    entry_id, entry = _previewed(manager, row)
+    on_path = entry_id in active
+    marker = "●" if entry_id == leaf else ("•" if on_path else " ")
+    prefix = connector_prefix(row.guides, row.branch_start, _max_levels(options.width))
+    shown_id = (
+        entry_id
+        if len(entry_id) <= 16 and entry_id.isalnum()
+        else cut_to_width(safe_text(entry_id), _ID_CELLS)
+    )
+    label = f" [{one_line(row.label, _LABEL_CELLS)}]" if row.label else ""
+    used = cell_width(prefix) + 2 + cell_width(shown_id) + cell_width(label) + 1
+    preview = entry_preview(entry, line_width=max(1, options.width - used))
+    if on_path:
+        return f"{marker} {prefix}{style(shown_id, 'bold')}{style(label, 'yellow')} {preview}"
+    return style(f"{marker} {prefix}{shown_id}", "dim") + style(label, "yellow") + " " + style(preview, "dim")
+
+
+def _fold(first_hidden: TreeRow, count: int, depth: int, options: TreeOptions, style: Styler) -> str:
+    guides = first_hidden.guides[: depth + 1]
+    start = first_hidden.branch_start and len(first_hidden.guides) == depth + 1
+    prefix = connector_prefix(guides, start, _max_levels(options.width))
+    what = "entry" if count == 1 else "entries"
+    return style(f"  {prefix}… {count} {what} in branches nested deeper than {depth}", "dim")
+
+
+def _visible(rows: list[TreeRow], options: TreeOptions) -> Iterator[tuple[TreeRow, int]]:
+    """Rows to draw; a run of rows nested deeper than ``depth`` comes as (its first row, its length)."""
+    depth = options.depth
+    i, n = 0, len(rows)
+    while i < n:
+        row = rows[i]
+        if depth is None or row.indent <= depth:
+            yield row, 0
+            i += 1
+            continue
+        j = i
+        while j < n and rows[j].indent > depth:
+            j += 1
+        yield row, j - i
+        i = j
+
+
+def _path_lines(
+    manager: SessionManager, ids: list[str], options: TreeOptions, style: Styler
+) -> Iterator[str]:
+    """``--active``: one line per entry of the path, built without tree rows (long paths print fast)."""
+    store = manager.store
+    labels = manager.get_labels()
+    leaf = manager.get_leaf_id()
+    width = options.width
+    shown = ids if options.limit is None else ids[: options.limit]
+    positions = [store.index_of(i) for i in shown]
+    raws = store.raws_at([p for p in positions if p is not None])
+    lines = iter(raws)
+    for entry_id, position in zip(shown, positions, strict=True):
+        entry = decode_for_preview(next(lines)) if position is not None else {"id": entry_id}
+        shown_id = (
+            entry_id
+            if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum()
+            else cut_to_width(safe_text(entry_id), _ID_CELLS)
+        )
+        label = labels.get(entry_id)
+        tag = f" [{one_line(label, _LABEL_CELLS)}]" if label else ""
+        used = 3 + cell_width(shown_id) + cell_width(tag)
+        preview = entry_preview(entry, line_width=max(1, width - used))
+        if style.enabled:
+            shown_id, tag = style(shown_id, "bold"), style(tag, "yellow")
+        yield f"{'●' if entry_id == leaf else '•'} {shown_id}{tag} {preview}"
+    if len(shown) < len(ids):
+        rest = len(ids) - len(shown)
+        yield style(f"… {rest} more {'entry' if rest == 1 else 'entries'} (raise --limit to see them)", "dim")
+
+
+def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> Iterator[str]:
+    """The lines of ``sessiontree tree``, then a blank line and a summary."""
+    if options.active:
+        ids = _path_ids(manager)
+        yield from _path_lines(manager, ids, options, style)
+        yield from _summary(manager, f"{len(ids)} entries on the active path of {len(manager.store)}")
+        return
+    rows = _rows(manager, options)
+    leaf = manager.get_leaf_id()
+    active = set(_path_ids(manager))
+    consumed = 0
+    for shown, (row, folded) in enumerate(_visible(rows, options)):
+        if options.limit is not None and shown >= options.limit:
+            rest = len(rows) - consumed
+            yield style(
+                f"… {rest} more {'entry' if rest == 1 else 'entries'} (raise --limit to see them)", "dim"
+            )
+            break
+        if folded:
+            yield _fold(row, folded, options.depth or 0, options, style)
+        else:
+            yield _line(manager, row, leaf, active, options, style)
+        consumed += folded or 1
+    yield from _summary(manager, f"{len(manager.store)} entries")
+
+
+def _summary(manager: SessionManager, scope: str) -> Iterator[str]:
+    leaf = manager.get_leaf_id()
+    name = manager.get_session_name()
+    yield ""
+    yield f"{scope}, leaf {safe_text(leaf) if leaf else '(none)'}" + (
+        f", name {one_line(name, 60)!r}" if name else ""
+    )
+
+
+def tree_json(manager: SessionManager, options: TreeOptions) -> dict[str, Any]:
+    """``tree --json``: the leaf, the roots and the rows (conformance ``tree.json`` nodes plus role, preview
+    and timestamp); ``--active`` and ``--limit`` select rows as in the text form."""
+    rows = _rows(manager, options)
+    if options.depth is not None:
+        rows = [r for r in rows if r.indent <= options.depth]
+    if options.limit is not None:
+        rows = rows[: options.limit]
+    nodes = []
+    for row in rows:
+        entry = row.entry
+        node = row.to_dict()
+        node["role"] = entry_role(entry)
+        node["timestamp"] = entry.get("timestamp")
+        node["preview"] = entry_preview(entry, _JSON_PREVIEW_CELLS)
+        nodes.append(node)
+    roots = [str(r.entry.get("id")) for r in rows if r.depth == 0]
+    return {"leafId": manager.get_leaf_id(), "roots": roots, "nodes": nodes}

@@ -1,0 +1,130 @@
+"""Commands that write: ``label`` and ``name`` append to FILE; ``fork`` and ``clone`` write a new file next to it.
+
+Each validates its arguments on a read-only open before anything is written, then calls one library function
+(``append_label_change``, ``append_session_info``, ``fork_session``, ``clone_session``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..safe_text import one_line, safe_text
+from ._common import (
+    SessionArg,
+    emit_json,
+    entry_id,
+    fail,
+    flag,
+    handled,
+    json_flag,
+    note,
+    open_read,
+    open_write,
+    report_writes,
+    say,
+)
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="The entry (id, unique id prefix or label).")]
+
+
+def fork_cmd(
+    file: SessionArg,
+    at: Annotated[
+        str, typer.Option("--at", metavar="ID", help="The user message to fork before.", show_default=False)
+    ],
+    as_json: Annotated[bool, json_flag("the new file's path, leaf and the message text")] = False,
+) -> None:
+    """Copy the branch up to just before a user message into a new session file (pi's /fork); FILE is not changed. Prints the new file's path and the message's text, to edit and send again."""
+    from ..forking import fork_session
+
+    manager, _ = open_read(file)
+    target = entry_id(manager, at)
+    with handled():
+        result = fork_session(manager, target)
+    if as_json:
+        emit_json(
+            {
+                "path": str(result.path),
+                "leafId": result.leaf_id,
+                "entries": result.entries,
+                "text": result.text,
+            }
+        )
+        return
+    say(safe_text(str(result.path)))
+    note(f"{result.entries} entries up to {result.leaf_id}; the message forked before was:")
+    if result.text:
+        say(safe_text(result.text, keep_newlines=True))
+
+
+def clone_cmd(
+    file: SessionArg,
+    leaf: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Clone the branch ending at this entry (default: the leaf)."),
+    ] = None,
+    as_json: Annotated[bool, json_flag("the new file's path and leaf")] = False,
+) -> None:
+    """Copy the active branch (root to leaf) into a new session file (pi's /clone); FILE is not changed. Prints the new file's path."""
+    from ..forking import clone_session
+
+    manager, _ = open_read(file)
+    target = entry_id(manager, leaf) if leaf is not None else None
+    with handled():
+        result = clone_session(manager, target)
+    if as_json:
+        emit_json({"path": str(result.path), "leafId": result.leaf_id, "entries": result.entries})
+        return
+    say(safe_text(str(result.path)))
+
+
+def label_cmd(
+    file: SessionArg,
+    entry: IdArg,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The label.", show_default=False)] = None,
+    clear: Annotated[bool, flag("--clear", "Remove the entry's label instead.")] = False,
+    as_json: Annotated[bool, json_flag("the appended label entry")] = False,
+) -> None:
+    """Set (or --clear) the label of an entry, like pi's tree view; appends a label entry to FILE."""
+    if clear == (text is not None):
+        fail("give either TEXT or --clear", 2)
+    if text is not None and not text.strip():
+        fail("the label is empty (use --clear to remove a label)", 2)
+    manager, path = open_read(file)
+    target = entry_id(manager, entry)
+    manager.close()
+    with open_write(path) as writer, handled():
+        seen = list(writer.problems)
+        new_id = writer.append_label_change(target, None if clear else text)
+        report_writes(writer, seen)
+        appended = writer.get_entry(new_id)
+    if as_json:
+        emit_json(appended)
+        return
+    what = "cleared the label of" if clear else f"labelled {one_line(text or '', 60)!r}:"
+    say(f"Appended label {new_id}: {what} {safe_text(target)}")
+
+
+def name_cmd(
+    file: SessionArg,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The name.", show_default=False)] = None,
+    clear: Annotated[bool, flag("--clear", "Remove the session's name instead.")] = False,
+    as_json: Annotated[bool, json_flag("the appended session_info entry")] = False,
+) -> None:
+    """Name the session (pi's /name); appends a session_info entry to FILE."""
+    if clear == (text is not None and bool(text.strip())):
+        fail("give either a non-empty TEXT or --clear", 2)
+    manager, path = open_read(file)
+    manager.close()
+    with open_write(path) as writer, handled():
+        seen = list(writer.problems)
+        new_id = writer.append_session_info("" if clear else (text or ""))
+        report_writes(writer, seen)
+        appended = writer.get_entry(new_id)
+        name = writer.get_session_name()
+    if as_json:
+        emit_json(appended)
+        return
+    say(f"Appended session_info {new_id}: " + (f"name {one_line(name, 60)!r}" if name else "name cleared"))

@@ -1,0 +1,111 @@
+"""A session branch as Markdown for pasting: one heading per message, code fences for tool calls and output.
+
+Session text is kept as written (it is usually Markdown already), made display-safe (control characters
+escaped); fences are longer than any backtick run they enclose. It reads the session and never writes it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .._json import dumps
+from ..safe_text import safe_text
+from ..views import entry_preview
+
+if TYPE_CHECKING:
+    from ..manager import SessionManager
+
+__all__ = ["export_markdown"]
+
+_TICKS = re.compile(r"`{3,}")
+
+
+def _fence(text: str, info: str = "") -> str:
+    longest = max((len(m.group()) for m in _TICKS.finditer(text)), default=2)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{text}\n{ticks}"
+
+
+def _safe(value: Any) -> str:
+    return safe_text(value if isinstance(value, str) else dumps(value), keep_newlines=True)
+
+
+def _blocks(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [_safe(content)]
+    out = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            out.append(_safe(block.get("text", "")))
+        elif kind == "thinking":
+            thought = _safe(block.get("thinking", ""))
+            out.append(
+                "\n".join(f"> {line}" if line else ">" for line in ["*Thinking:*", *thought.split("\n")])
+            )
+        elif kind == "toolCall":
+            out.append(
+                f"**Tool call** `{_safe(block.get('name'))}`\n\n{_fence(_safe(block.get('arguments')), 'json')}"
+            )
+        elif kind == "image":
+            out.append("*[image]*")
+    return out
+
+
+def _message(message: dict[str, Any]) -> tuple[str, list[str]]:
+    role = message.get("role")
+    if role == "user":
+        return "User", _blocks(message.get("content"))
+    if role == "assistant":
+        parts = _blocks(message.get("content"))
+        if message.get("stopReason") in ("error", "aborted"):
+            parts.append(f"*{_safe(message.get('stopReason'))}: {_safe(message.get('errorMessage') or '')}*")
+        model = message.get("model")
+        return "Assistant" + (f" ({_safe(model)})" if isinstance(model, str) else ""), parts
+    if role == "toolResult":
+        text = (
+            "\n".join(
+                _safe(b.get("text", ""))
+                for b in message.get("content") or []
+                if isinstance(b, dict) and b.get("type") == "text"
+            )
+            if isinstance(message.get("content"), list)
+            else _safe(message.get("content"))
+        )
+        error = " (error)" if message.get("isError") is True else ""
+        return f"Tool result: {_safe(message.get('toolName'))}{error}", [_fence(text)]
+    if role == "bashExecution":
+        return "Shell command", [
+            _fence(f"$ {_safe(message.get('command'))}\n{_safe(message.get('output', ''))}")
+        ]
+    return _safe(role if isinstance(role, str) else "Message"), _blocks(message.get("content"))
+
+
+def export_markdown(manager: SessionManager, leaf_id: str | None = None) -> str:
+    """The branch ending at ``leaf_id`` (default: the leaf) as Markdown."""
+    path = manager.get_branch(leaf_id)
+    name = manager.get_session_name()
+    lines = [f"# {safe_text(name) if name else 'Session ' + safe_text(manager.get_session_id())}", ""]
+    lines.append(f"*{len(path)} entries on this branch; cwd `{safe_text(manager.get_cwd())}`*")
+    for entry in path:
+        kind = entry.get("type")
+        if kind == "message" and isinstance(entry.get("message"), dict):
+            heading, parts = _message(entry["message"])
+        elif kind == "compaction":
+            heading, parts = "Compaction summary", [_safe(entry.get("summary", ""))]
+        elif kind == "branch_summary":
+            heading, parts = "Summary of an abandoned branch", [_safe(entry.get("summary", ""))]
+        elif kind == "custom_message":
+            heading, parts = (
+                f"Extension message: {_safe(entry.get('customType'))}",
+                _blocks(entry.get("content")),
+            )
+        else:
+            lines.extend(["", f"*{entry_preview(entry, 200)}*"])
+            continue
+        lines.extend(["", f"## {heading}", ""])
+        lines.append("\n\n".join(p for p in parts if p))
+    return "\n".join(lines) + "\n"

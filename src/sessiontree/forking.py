@@ -1,0 +1,108 @@
+"""pi's ``/fork`` and ``/clone`` as functions: one branch of a session copied into a new session file.
+
+Reads the source (a read-only manager will do) and writes only the new file, next to the source, with
+``parentSession`` pointing back; the source is never changed and the manager stays on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import SessionError, SessionNotFoundError
+from .storage import JsonlStore
+
+if TYPE_CHECKING:
+    from .manager import SessionManager
+
+__all__ = ["ForkResult", "clone_session", "fork_session"]
+
+
+@dataclass(frozen=True, slots=True)
+class ForkResult:
+    """The new session file, its leaf, and (for a fork) the text of the message it was forked before."""
+
+    path: Path
+    leaf_id: str
+    entries: int
+    text: str | None = None
+
+
+def _message_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+
+
+def _write(
+    manager: SessionManager, leaf_id: str, session_id: str | None, directory: Path | None
+) -> ForkResult:
+    from .manager_factories import branched_session_content
+    from .repo import ensure_private_dir
+
+    header, lines, name = branched_session_content(manager, leaf_id, session_id=session_id)
+    source = manager.get_session_file()
+    target_dir = directory or (Path(source).parent if source else None)
+    if target_dir is None:
+        raise SessionError("an in-memory session has no directory to fork into", kind="invalid_argument")
+    ensure_private_dir(target_dir)
+    store = JsonlStore.write_new(target_dir / name, header, lines)
+    try:
+        last = store.id_at(len(store) - 1)
+        return ForkResult(Path(target_dir / name), last, len(store))
+    finally:
+        store.close()
+
+
+def fork_session(
+    manager: SessionManager,
+    entry_id: str,
+    *,
+    session_id: str | None = None,
+    directory: Path | None = None,
+) -> ForkResult:
+    """pi's ``/fork``: a new session with the branch up to just before the user message ``entry_id``, whose
+    text comes back in ``ForkResult.text`` (to edit and send again).
+
+    Raises ``SessionNotFoundError`` for an unknown entry and ``SessionError`` (``invalid_fork_target``) when
+    the entry is not a user message, or is the first entry of its branch (the fork would be empty).
+    """
+    entry = manager.get_entry(entry_id)
+    if entry is None:
+        raise SessionNotFoundError(f"Entry {entry_id} not found")
+    message = entry.get("message")
+    if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "user":
+        raise SessionError(
+            f"Cannot fork at {entry_id}: a fork starts before a user message, and this entry is not one",
+            kind="invalid_fork_target",
+        )
+    parent = entry.get("parentId")
+    if not isinstance(parent, str) or manager.get_entry(parent) is None:
+        raise SessionError(
+            f"Cannot fork at {entry_id}: it is the first entry of its branch, so the fork would be empty "
+            "(start a new session instead)",
+            kind="invalid_fork_target",
+        )
+    result = _write(manager, parent, session_id, directory)
+    return ForkResult(result.path, result.leaf_id, result.entries, _message_text(message.get("content")))
+
+
+def clone_session(
+    manager: SessionManager,
+    leaf_id: str | None = None,
+    *,
+    session_id: str | None = None,
+    directory: Path | None = None,
+) -> ForkResult:
+    """pi's ``/clone``: a new session with the branch up to and including ``leaf_id`` (default: the leaf)."""
+    target = leaf_id if leaf_id is not None else manager.get_leaf_id()
+    if target is None:
+        raise SessionError("Nothing to clone yet: the session has no entries", kind="invalid_fork_target")
+    return _write(manager, target, session_id, directory)

@@ -1,0 +1,125 @@
+"""Any string a session holds, made safe to show: control characters, escape sequences, lone surrogates and
+bidirectional overrides become visible escapes; display width is measured in terminal cells.
+
+Pure string functions with no terminal or markup library behind them; it must not print, and it must not
+change what a value means where the value is data (JSON output escapes, it never rewrites).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = ["cell_width", "cut_to_width", "json_for_terminal", "one_line", "safe_text"]
+
+# C0 and C1 controls, DEL, lone surrogates, line/paragraph separators and the bidirectional embeddings,
+# overrides and isolates (which can reorder what a reader sees): never written raw to a terminal.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_KEEP_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+# In JSON text these characters can only occur inside strings, so escaping them keeps every value the same.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: object, *, keep_newlines: bool = False) -> str:
+    """``text`` (``str()`` of any value) with every unsafe character shown as a visible escape (``\\x1b``).
+
+    With ``keep_newlines`` a newline and a tab stay as they are (for multi-line bodies); anything else that
+    could move the cursor, change colours, clear the screen or reorder the text is escaped.
+    """
+    value = text if isinstance(text, str) else str(text)
+    pattern = _UNSAFE_KEEP_LINES if keep_newlines else _UNSAFE
+    return pattern.sub(_escape, value) if pattern.search(value) else value
+
+
+def json_for_terminal(json_text: str) -> str:
+    """JSON text with the characters JavaScript's ``JSON.stringify`` leaves raw but a terminal obeys (DEL, C1
+    controls, line separators, bidirectional controls) written as ``\\u`` escapes: the same JSON values."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+@lru_cache(maxsize=4096)
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+# Characters that may not take exactly one cell: combining marks, zero-width and format characters, and the
+# wide East Asian and emoji blocks. Text without any of them is as wide as it is long (the common case).
+_NOT_ONE_CELL = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u0900-\u0903\u093a-\u094f\u0e31-\u0e3a\u1100-\u115f\u1ab0-\u1aff\u1dc0-\u1dff\u200b-\u200f"
+    "\u2060-\u2064\u20d0-\u20ff\u231a\u231b\u23e9-\u23ec\u2614\u2615\u2648-\u2653\u26a1\u26bd\u26be"
+    "\u26c4\u26c5\u26d4\u26ea\u26f5\u26fa\u26fd\u2705\u270a\u270b\u2728\u274c\u2753-\u2755\u2795-\u2797"
+    "\u2b1b\u2b1c\u2b50\u2b55\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe00-\ufe0f"
+    "\ufe10-\ufe19\ufe20-\ufe6f\ufeff\uff00-\uff60\uffe0-\uffe6\U0001f000-\U0001faff\U00020000-\U0003fffd]"
+)
+
+
+def cell_width(text: str) -> int:
+    """The number of terminal cells ``text`` takes (wide East Asian characters count 2, combining marks 0)."""
+    if text.isascii() or not _NOT_ONE_CELL.search(text):
+        return len(text)
+    return sum(_char_width(c) for c in text)
+
+
+def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to at most ``width`` cells, ending in ``ellipsis`` when something was cut."""
+    if width <= 0:
+        return ""
+    if 2 * len(text) <= width:
+        return text  # fits even if every character were wide
+    if text.isascii() or not _NOT_ONE_CELL.search(text):
+        if len(text) <= width:
+            return text
+        return text[: max(0, width - cell_width(ellipsis))] + ellipsis
+    room = width - cell_width(ellipsis)
+    used = 0
+    cut: int | None = None
+    for i, char in enumerate(text):  # one pass, over about ``width`` characters at most
+        used += _char_width(char)
+        if cut is None and used > room:
+            cut = i
+        if used > width:
+            return text[: cut or 0] + ellipsis
+    return text
+
+
+def one_line(text: str, width: int, *, lookahead: int = 2) -> str:
+    """The start of ``text`` made safe (``safe_text``), whitespace runs collapsed, cut to ``width`` cells.
+
+    Only a prefix of a long text is looked at (``lookahead`` × ``width`` characters, more while collapsing
+    whitespace leaves it narrower than the width), so previews of megabyte tool outputs stay cheap.
+    """
+    if width <= 0:
+        return ""
+    if len(text) <= width and text.isascii() and text.isprintable() and "  " not in text:
+        return text  # already one clean line (isprintable is false for every control character)
+    take = max(64, width * lookahead)
+    while True:
+        head = text[:take]
+        flat = " ".join(head.split())
+        if flat.isascii() and flat.isprintable():  # the common case: nothing to escape, one cell each
+            if len(flat) > width:
+                return flat[: width - 1] + "…" if width > 1 else "…"
+            if len(head) == len(text):
+                return flat
+            take *= 4
+            continue
+        flat = safe_text(flat)
+        if len(head) == len(text) or len(flat) > width:  # a wide character only makes it wider
+            return cut_to_width(flat, width)
+        take *= 4
