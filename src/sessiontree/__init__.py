@@ -23,10 +23,12 @@ from .errors import (
 )
 from .manager import SessionManager
 from .repo import SessionInfo
+from .repository import Repo, open_repo
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
     "CorruptSessionError",
+    "Repo",
     "SessionContext",
     "SessionError",
     "SessionInfo",
@@ -38,6 +40,7 @@ __all__ = [
     "build_session_context",
     "build_session_path",
     "get_session_context_settings",
+    "open_repo",
     "session_entry_to_context_messages",
 ]
 

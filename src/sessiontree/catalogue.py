@@ -92,7 +92,7 @@ class _ListedSession(SessionInfo):
             try:
                 self._text = self._text_file.read_text("utf-8", "surrogatepass")
             except OSError:
-                fresh = build_session_info(self.path)
+                fresh = build_session_info(Path(self.path))
                 self._text = fresh.all_messages_text if fresh is not None else ""
         return self._text
 

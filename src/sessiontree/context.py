@@ -27,6 +27,7 @@ __all__ = [
     "path_ids",
     "path_types",
     "session_entry_to_context_messages",
+    "settings_kind",
 ]
 
 Entry = dict[str, Any]
@@ -170,6 +171,26 @@ def build_session_path(
         current = index.get(parent) if isinstance(parent, str) else None
     path.reverse()
     return path
+
+
+def settings_kind(entry: Mapping[str, Any]) -> str | None:
+    """Which setting an entry sets (``"model"``, ``"thinking"``, ``"tools"``), by the rules below, or ``None``.
+
+    Stores that read a context without the whole path keep, per entry, the latest entry of each kind above
+    it; this is the one place that decides what counts.
+    """
+    kind = entry.get("type")
+    if kind == "model_change":
+        return "model"
+    if kind == "thinking_level_change":
+        return "thinking"
+    if kind == "active_tools_change":
+        return "tools"
+    if kind == "message":
+        message = entry.get("message")
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return "model"
+    return None
 
 
 def get_session_context_settings(path: Sequence[Entry]) -> SessionSettings:

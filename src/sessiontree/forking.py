@@ -14,9 +14,10 @@ from .errors import SessionError, SessionNotFoundError
 from .storage import JsonlStore
 
 if TYPE_CHECKING:
+    from .index import SessionIndex
     from .manager import SessionManager
 
-__all__ = ["ForkResult", "clone_session", "fork_session"]
+__all__ = ["ForkResult", "clone_session", "fork_lines", "fork_session"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +107,28 @@ def clone_session(
     if target is None:
         raise SessionError("Nothing to clone yet: the session has no entries", kind="invalid_fork_target")
     return _write(manager, target, session_id, directory)
+
+
+def fork_lines(index: SessionIndex, entry_id: str | None, position: str = "before") -> list[bytes]:
+    """The lines a repository fork copies (pi's harness repositories, SPEC B§11.5), verbatim, ids kept.
+
+    No ``entry_id``: every entry (the whole tree). ``position="before"``: ``entry_id`` must be a user message
+    and the copy is the path to its parent (empty for a root message); ``"at"``: the path to ``entry_id``.
+    Raises ``SessionError`` (``invalid_fork_target``) for an unknown entry or a wrong kind of entry.
+    """
+    if position not in ("before", "at"):
+        raise ValueError(f"position must be 'before' or 'at', not {position!r}")
+    if entry_id is None:
+        return list(index.raw_lines())
+    entry = index.get_entry(entry_id)
+    if entry is None:
+        raise SessionError(f"Entry {entry_id} not found", kind="invalid_fork_target")
+    end: str | None = entry_id
+    if position == "before":
+        message = entry.get("message")
+        if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "user":
+            raise SessionError(f"Entry {entry_id} is not a user message", kind="invalid_fork_target")
+        parent = entry.get("parentId")
+        end = parent if isinstance(parent, str) else None
+    view = index.path_view(end)
+    return [view.raw(i) for i in range(len(view))]

@@ -139,6 +139,14 @@ class SessionIndex(ABC):
         """Every entry in append order."""
 
     @abstractmethod
+    def raw_lines(self) -> Iterator[bytes]:
+        """Every entry's line (without its newline and a trailing ``\r``), in append order."""
+
+    @abstractmethod
+    def ids_starting_with(self, prefix: str) -> list[str]:
+        """The distinct ids that start with ``prefix``, in order of first appearance."""
+
+    @abstractmethod
     def path_view(self, leaf_id: str | None) -> PathView:
         """The whole path root -> ``leaf_id`` (empty for ``None`` or an unknown id)."""
 
@@ -242,6 +250,15 @@ class LocalIndex(SessionIndex):
 
     def entries(self) -> list[Entry]:
         return self.store.entries()
+
+    def raw_lines(self) -> Iterator[bytes]:
+        store = self.store
+        for i in range(len(store)):
+            yield store.raw_at(i)
+
+    def ids_starting_with(self, prefix: str) -> list[str]:
+        ids, _ = self.store.envelope_lists()
+        return list(dict.fromkeys(i for i in ids if i.startswith(prefix)))
 
     def positions(self, leaf_id: str | None) -> list[int]:
         """Store positions of the path root -> ``leaf_id``."""

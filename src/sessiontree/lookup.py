@@ -32,8 +32,8 @@ def _show(value: str) -> str:
 def resolve_entry_id(manager: SessionManager, ref: str) -> str:
     """The id of the entry ``ref`` names: an exact id, else an exact label, else a unique id prefix
     (at least ``MIN_PREFIX`` characters)."""
-    store = manager.store
-    if store.index_of(ref) is not None:
+    index = manager.index
+    if index.contains(ref):
         return ref
     labelled = [target for target, label in manager.get_labels().items() if label == ref]
     if len(labelled) == 1:
@@ -45,8 +45,7 @@ def resolve_entry_id(manager: SessionManager, ref: str) -> str:
             candidates=labelled,
         )
     if len(ref) >= MIN_PREFIX:
-        ids, _ = store.envelope_lists()
-        matches = list(dict.fromkeys(i for i in ids if i.startswith(ref)))
+        matches = index.ids_starting_with(ref)
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -89,12 +88,12 @@ def select_session(ref: str, groups: Iterable[Sequence[SessionInfo]], looked_in:
     for infos in groups:
         exact = [i for i in infos if i.id == ref]
         if exact:
-            return exact[0].path
+            return Path(exact[0].path)
         matches = [i for i in infos if len(ref) >= MIN_PREFIX and i.id.startswith(ref)]
         if not matches:
             matches = [i for i in infos if i.name is not None and i.name == ref]
         if len(matches) == 1:
-            return matches[0].path
+            return Path(matches[0].path)
         if matches:
             lines = "\n".join(
                 f"  {m.id}  {_show(m.name or m.first_message)[:50]}  {m.path}" for m in matches[:10]

@@ -154,9 +154,18 @@ class SessionManager:
         *,
         id: str | None = None,
         parent_session: str | None = None,
+        store: str | None = None,
         **options: Any,
     ) -> SessionManager:
-        """A new persisted session for ``cwd`` (the file is written with the first entry)."""
+        """A new persisted session for ``cwd`` (the file is written with the first entry).
+
+        ``store`` names another back end by URL (``sqlite:///path.db``, ``postgresql://…``, ``memory:``,
+        ``jsonl:DIR``); ``session_dir`` then does not apply.
+        """
+        if store is not None:
+            from .repository import shared_repo
+
+            return shared_repo(store).create(cwd, id=id, parent_session=parent_session, **options)
         from .manager_factories import create_session
 
         return create_session(cls, cwd, session_dir, id=id, parent_session=parent_session, **options)
@@ -169,18 +178,32 @@ class SessionManager:
         cwd_override: str | None = None,
         *,
         read_only: bool = False,
+        store: str | None = None,
         **options: Any,
     ) -> SessionManager:
-        """Open a session file (migrating v1/v2; a missing or 0-byte file starts a session at that path)."""
+        """Open a session file (migrating v1/v2; a missing or 0-byte file starts a session at that path).
+
+        With ``store`` (a store URL), ``path`` is a session id (or a unique prefix of one) in that store.
+        """
+        if store is not None:
+            from .repository import shared_repo
+
+            return shared_repo(store).open(str(path), read_only=read_only, **options)
         from .manager_factories import open_session
 
         return open_session(cls, path, session_dir, cwd_override, read_only=read_only, **options)
 
     @classmethod
     def continue_recent(
-        cls, cwd: str, session_dir: str | Path | None = None, **options: Any
+        cls, cwd: str, session_dir: str | Path | None = None, *, store: str | None = None, **options: Any
     ) -> SessionManager:
-        """Open the most recently modified session of ``cwd``, or create one."""
+        """Open the most recently modified session of ``cwd`` (in ``store`` when given), or create one."""
+        if store is not None:
+            from .repository import shared_repo
+
+            repo = shared_repo(store)
+            recent = repo.list(cwd)
+            return repo.open(recent[0].id, **options) if recent else repo.create(cwd, **options)
         from .manager_factories import continue_recent
 
         return continue_recent(cls, cwd, session_dir, **options)
@@ -209,18 +232,33 @@ class SessionManager:
 
     @staticmethod
     def list(
-        cwd: str, session_dir: str | Path | None = None, on_progress: Callable[[int, int], None] | None = None
+        cwd: str,
+        session_dir: str | Path | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        *,
+        store: str | None = None,
     ) -> builtins.list[Any]:
-        """``SessionInfo`` for every session of ``cwd``, newest first."""
+        """``SessionInfo`` for every session of ``cwd`` (in ``store`` when given), newest first."""
+        if store is not None:
+            from .repository import shared_repo
+
+            return shared_repo(store).list(cwd)
         from .manager_factories import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
 
     @staticmethod
     def list_all(
-        session_dir: str | Path | None = None, on_progress: Callable[[int, int], None] | None = None
+        session_dir: str | Path | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        *,
+        store: str | None = None,
     ) -> builtins.list[Any]:
-        """``SessionInfo`` for every session of every project (or of one flat directory), newest first."""
+        """``SessionInfo`` for every session of every project (or of one flat directory, or of ``store``)."""
+        if store is not None:
+            from .repository import shared_repo
+
+            return shared_repo(store).list()
         from .manager_factories import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
@@ -263,6 +301,11 @@ class SessionManager:
 
     def get_session_file(self) -> str | None:
         return str(self._index.path) if self._persist and self._index.path is not None else None
+
+    @property
+    def location(self) -> str | None:
+        """Where the session lives: its file, or ``<store URL>#<session id>`` in a database store."""
+        return self._index.location if self._persist else None
 
     def get_header(self) -> dict[str, Any] | None:
         return self._index.header
@@ -496,9 +539,24 @@ class SessionManager:
     # ------------------------------------------------------------------ lifecycle
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group several writes: no other thread's write lands between them (one transaction in SQL stores)."""
-        with self._lock, self._index.transaction():
-            yield
+        """Group several writes: no other thread's write lands between them (one transaction in SQL stores).
+
+        When the block fails in a SQL store nothing of it was written: the leaf, labels and name are read
+        back as the store has them.
+        """
+        with self._lock:
+            leaf = self._leaf
+            generation = self._index.generation
+            try:
+                with self._index.transaction():
+                    yield
+            except BaseException:
+                if self._index.generation != generation:  # the store rolled back
+                    self._index_labels_and_name()
+                    self._leaf = (
+                        leaf if leaf is None or self._index.contains(leaf) else self._index.last_leaf()
+                    )
+                raise
 
     def sync(self) -> None:
         """Make every write durable now (fsync); the harness calls this at save points."""

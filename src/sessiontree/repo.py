@@ -18,6 +18,7 @@ from .ids import parse_iso_ms
 
 __all__ = [
     "SessionInfo",
+    "SessionInfoBuilder",
     "build_session_info",
     "encode_cwd",
     "find_most_recent_session",
@@ -134,7 +135,7 @@ class SessionInfo:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         id: str,
         cwd: str,
         name: str | None,
@@ -229,6 +230,68 @@ def _iter_lines(path: Path) -> Iterator[Any]:
                 continue
 
 
+class SessionInfoBuilder:
+    """What a listing shows, gathered entry by entry: counts, the first user message, name, last activity.
+
+    Used on whole files (``build_session_info``) and by database stores, which keep these as columns.
+    """
+
+    __slots__ = ("first_message", "last_activity", "message_count", "name", "texts")
+
+    def __init__(self) -> None:
+        self.message_count = 0
+        self.first_message: str | None = None
+        self.texts: list[str] = []
+        self.name: str | None = None
+        self.last_activity: float | None = None
+
+    def add(self, entry: Any) -> None:
+        """Take one decoded entry into account (any JSON value is accepted)."""
+        if not isinstance(entry, dict):
+            return
+        kind = entry.get("type")
+        if kind == "session_info":
+            raw_name = entry.get("name")
+            self.name = raw_name.strip() or None if isinstance(raw_name, str) else None
+        if kind != "message":
+            return
+        self.message_count += 1
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            return
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return
+        text = _text_of(message.get("content"), " ")
+        if text:
+            self.texts.append(text)
+            if role == "user" and self.first_message is None:
+                self.first_message = text
+        activity = _message_ms(message.get("timestamp"))
+        if activity is None or _dt(activity) is None:
+            activity = parse_iso_ms(entry.get("timestamp"))
+        if activity is not None and _dt(activity) is not None:
+            self.last_activity = activity if self.last_activity is None else max(self.last_activity, activity)
+
+    def info(self, path: Path | str, header: dict[str, Any], fallback: datetime) -> SessionInfo:
+        """The ``SessionInfo``; ``fallback`` stands in for dates the session does not give (a file's mtime)."""
+        header_created = _dt(parse_iso_ms(header.get("timestamp")))
+        cwd = header.get("cwd")
+        parent = header.get("parentSession")
+        return SessionInfo(
+            path,
+            str(header.get("id")),
+            cwd if isinstance(cwd, str) else "",
+            self.name,
+            parent if isinstance(parent, str) else None,
+            header_created or fallback,
+            _dt(self.last_activity) or header_created or fallback,
+            self.message_count,
+            self.first_message or "(no messages)",
+            " ".join(self.texts),
+        )
+
+
 def build_session_info(path: Path) -> SessionInfo | None:
     """Describe one session file, or ``None`` when it is unreadable or has no valid header."""
     try:
@@ -236,57 +299,11 @@ def build_session_info(path: Path) -> SessionInfo | None:
         header = next(it, None)
         if not (isinstance(header, dict) and header.get("type") == "session"):
             return None
-        count = 0
-        first_message: str | None = None
-        texts: list[str] = []
-        name: str | None = None
-        last_activity: float | None = None
+        builder = SessionInfoBuilder()
         for entry in it:
-            if not isinstance(entry, dict):
-                continue
-            kind = entry.get("type")
-            if kind == "session_info":
-                raw_name = entry.get("name")
-                name = raw_name.strip() or None if isinstance(raw_name, str) else None
-            if kind != "message":
-                continue
-            count += 1
-            message = entry.get("message")
-            if not isinstance(message, dict):
-                continue
-            role = message.get("role")
-            if role not in ("user", "assistant"):
-                continue
-            text = _text_of(message.get("content"), " ")
-            if text:
-                texts.append(text)
-                if role == "user" and first_message is None:
-                    first_message = text
-            ts = message.get("timestamp")
-            activity = _message_ms(ts)
-            if activity is None or _dt(activity) is None:
-                activity = parse_iso_ms(entry.get("timestamp"))
-            if activity is not None and _dt(activity) is not None:
-                last_activity = activity if last_activity is None else max(last_activity, activity)
-        stat = path.stat()
-        mtime = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-        header_created = _dt(parse_iso_ms(header.get("timestamp")))
-        created = header_created or mtime
-        modified = _dt(last_activity) or header_created or mtime
-        cwd = header.get("cwd")
-        parent = header.get("parentSession")
-        return SessionInfo(
-            path,
-            str(header.get("id")),
-            cwd if isinstance(cwd, str) else "",
-            name,
-            parent if isinstance(parent, str) else None,
-            created,
-            modified,
-            count,
-            first_message or "(no messages)",
-            " ".join(texts),
-        )
+            builder.add(entry)
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        return builder.info(path, header, mtime)
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from sessiontree import SessionError, SessionManager, _json
 from sessiontree.entries import session_header
+from sessiontree.llm import convert_to_llm
 from sessiontree.storage import JsonlStore, check_session_file, repair_session_file
+from sessiontree.views import entry_preview, tree_rows
 from tests.conftest import conformance_root
 from tests.deadline import deadline
 from tests.property.mutations import mutate
@@ -113,11 +115,15 @@ def _files(directory: Path) -> dict[str, bytes]:
 def _read_only_pass(path: Path, rng: random.Random) -> tuple[SessionManager, JsonlStore]:
     manager = SessionManager.open(path, read_only=True)
     manager.problems  # noqa: B018 - the cycle pass runs on first access
-    for root in manager.get_tree():
+    roots = manager.get_tree()
+    for root in roots:
         root.to_dict()
+    for row in tree_rows(roots):  # what `sessiontree tree` shows: any JSON value in any field
+        entry_preview(row.entry, 60)
     manager.get_entries()
     manager.get_branch()
-    manager.build_session_context()
+    context = manager.build_session_context()
+    convert_to_llm(context.messages)
     ids = [manager.store.id_at(i) for i in range(len(manager.store))]
     for entry_id in rng.sample(ids, min(3, len(ids))):
         manager.build_session_context(entry_id)

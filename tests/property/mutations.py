@@ -7,6 +7,7 @@ Pure functions of ``(random.Random, bytes)``; the fuzz test and the long-run scr
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
@@ -206,13 +207,19 @@ _FIELDS = [
 
 
 def odd_field(rng: random.Random, data: bytes) -> bytes:
+    """Replace the value of one occurrence of a known field (any JSON value, objects included)."""
     field = rng.choice(_FIELDS)
-    pattern = re.compile(rb'"' + field + rb'":("(?:[^"\\]|\\.)*"|-?[\d.eE+-]+|null|true|false|\[\]|\{\})')
-    found = list(pattern.finditer(data))
+    found = [m.end() for m in re.finditer(rb'"' + field + rb'":', data)]
     if not found:
         return data
-    m = rng.choice(found)
-    return data[: m.start(1)] + rng.choice(_ODD_VALUES) + data[m.end(1) :]
+    start = rng.choice(found)
+    try:
+        text = data[start:].decode("utf-8", "surrogateescape")
+        _, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return data
+    stop = start + len(text[:end].encode("utf-8", "surrogateescape"))
+    return data[:start] + rng.choice(_ODD_VALUES) + data[stop:]
 
 
 def odd_timestamp(rng: random.Random, data: bytes) -> bytes:

@@ -27,6 +27,7 @@ from ._common import (
     session_path,
 )
 
+
 def check_cmd(
     file: SessionArg,
     repair: Annotated[

@@ -92,8 +92,8 @@ def demo_cmd(
     import anyio
 
     from .. import SessionManager
-    from ..compaction.offline import OfflineSummarizer
     from ..agent.navigation import branch_to
+    from ..compaction.offline import OfflineSummarizer
     from ..compaction.session_ops import compact_session
     from ..compaction.settings import CompactionSettings
     from ..errors import SessionError

@@ -44,24 +44,30 @@ TransformContext = Callable[[list[AgentMessage]], list[AgentMessage] | Awaitable
 """A hook that rewrites the runtime messages before conversion (pi's ``transformContext``)."""
 
 
-def compaction_summary_text(summary: str) -> str:
-    """The user-message text a compaction summary becomes."""
-    return COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX
+def compaction_summary_text(summary: Any) -> str:
+    """The user-message text a compaction summary becomes (a summary that is not a string as JS prints it)."""
+    return COMPACTION_SUMMARY_PREFIX + _js_str(summary) + COMPACTION_SUMMARY_SUFFIX
 
 
-def branch_summary_text(summary: str) -> str:
+def branch_summary_text(summary: Any) -> str:
     """The user-message text a branch summary becomes (sessiontree's ``<branch_exploration_summary>``)."""
-    return BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX
+    return BRANCH_SUMMARY_PREFIX + _js_str(summary) + BRANCH_SUMMARY_SUFFIX
 
 
 def _js_str(value: Any) -> str:
-    """``String(value)`` for the values a template literal sees in bash messages."""
+    """JavaScript's ``String(value)``: what string concatenation and template literals make of a value."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return js_number(value)
     if value is None:
         return "null"
+    if isinstance(value, list):  # Array.prototype.join: null and undefined items are empty
+        return ",".join("" if item is None else _js_str(item) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
     return str(value)
 
 
@@ -90,6 +96,8 @@ def _user(content: Any, timestamp: Any) -> Message:
 
 def convert_message(message: AgentMessage) -> Message | None:
     """Convert one runtime message; ``None`` when it is not part of the model context."""
+    if not isinstance(message, dict):  # a damaged entry's message: nothing a model could be sent
+        return None
     role = message.get("role")
     if role in ("user", "assistant", "toolResult"):
         return cast(Message, message)

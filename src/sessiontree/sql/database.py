@@ -1,0 +1,336 @@
+"""Connections to the SQL back ends: SQLite (stdlib ``sqlite3``) and PostgreSQL (``psycopg`` 3 with a pool),
+behind one small interface: queries, write transactions, and errors that say what failed.
+
+SQL is written once with ``?`` placeholders and translated for psycopg. It knows nothing about sessions;
+the schema lives in ``schema.py`` and the session logic in ``session.py`` and ``repo.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from ..errors import SessionError, StorageError
+
+__all__ = ["Conn", "Database", "Dialect", "parse_sql_url"]
+
+Dialect = Literal["sqlite", "postgresql"]
+Row = tuple[Any, ...]
+
+BUSY_TIMEOUT_MS = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class SqlUrl:
+    """A parsed store URL: the dialect, what to connect to, and a form safe to show (no password)."""
+
+    dialect: Dialect
+    target: str  # a file path for SQLite, a conninfo URL for PostgreSQL
+    display: str
+
+
+def parse_sql_url(url: str) -> SqlUrl:
+    """``sqlite:///path.db`` (or ``sqlite:relative.db``) and ``postgresql://…`` / ``postgres://…``."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "sqlite":
+        raw = url[len("sqlite:") :]
+        if raw.startswith("///"):
+            path = raw[2:]  # sqlite:///abs/path -> /abs/path
+        elif raw.startswith("//"):
+            path = raw[2:]
+        else:
+            path = raw
+        path = unquote(path.split("?", 1)[0])
+        if not path:
+            raise SessionError(f"{url}: a SQLite store URL needs a file path", kind="invalid_argument")
+        resolved = str(Path(path).expanduser().resolve())
+        return SqlUrl("sqlite", resolved, f"sqlite://{resolved}")
+    if scheme in ("postgresql", "postgres"):
+        netloc = parts.netloc
+        if "@" in netloc:
+            credentials, host = netloc.rsplit("@", 1)
+            user = credentials.split(":", 1)[0]
+            netloc = f"{user}@{host}"
+        display = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+        return SqlUrl("postgresql", url, display)
+    raise SessionError(f"Unsupported store URL: {url}", kind="invalid_argument")
+
+
+class Conn:
+    """One logical connection: queries, and write transactions that nest (the outermost one commits)."""
+
+    dialect: Dialect
+    display: str
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; returns the number of rows it changed."""
+        raise NotImplementedError
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    @property
+    def in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def _storage_error(display: str, what: str, exc: BaseException) -> StorageError:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StorageError(f"{display}: {what} failed: {text}")
+
+
+class SqliteConn(Conn):
+    """A ``sqlite3`` connection in WAL mode; statements outside a transaction autocommit."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, path: str, display: str, *, synchronous: str = "FULL") -> None:
+        self.display = display
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(f"PRAGMA synchronous = {synchronous}")
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except (sqlite3.Error, OSError) as exc:
+            raise _storage_error(display, "opening the database", exc) from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _storage_error(self.display, "a query", exc) from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).rowcount
+            except sqlite3.Error as exc:
+                raise _storage_error(self.display, "a write", exc) from exc
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._lock:
+            try:
+                self._db.executemany(sql, rows)
+            except sqlite3.Error as exc:
+                raise _storage_error(self.display, "a write", exc) from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise _storage_error(self.display, "starting a transaction", exc) from exc
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise _storage_error(self.display, "a commit", exc) from exc
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+
+class PgConn(Conn):
+    """Statements on connections borrowed from a pool; a transaction keeps one connection until it ends.
+
+    A lost connection (a restarted server, a network failure) surfaces as ``StorageError`` and the pool
+    replaces it, so the next call works again once the server is back.
+    """
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, pool: Any, display: str) -> None:
+        self.display = display
+        self._pool = pool
+        self._lock = threading.RLock()
+        self._held: Any = None
+        self._depth = 0
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any], fetch: bool) -> Any:
+        cursor = conn.execute(self._sql(sql), params)
+        if fetch:
+            return [tuple(r) for r in cursor.fetchall()]
+        return cursor.rowcount
+
+    def _call(self, sql: str, params: Sequence[Any], fetch: bool, what: str) -> Any:
+        import psycopg
+
+        with self._lock:
+            try:
+                if self._held is not None:
+                    return self._run(self._held, sql, params, fetch)
+                with self._pool.connection() as conn:
+                    return self._run(conn, sql, params, fetch)
+            except psycopg.Error as exc:
+                raise _pg_error(self.display, what, exc) from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        result: list[Row] = self._call(sql, params, True, "a query")
+        return result
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        result: int = self._call(sql, params, False, "a write")
+        return result
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        import psycopg
+
+        with self._lock:
+            try:
+                if self._held is not None:
+                    with self._held.cursor() as cur:
+                        cur.executemany(self._sql(sql), rows)
+                    return
+                with self._pool.connection() as conn, conn.cursor() as cur:
+                    cur.executemany(self._sql(sql), rows)
+            except psycopg.Error as exc:
+                raise _pg_error(self.display, "a write", exc) from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[None]:
+        import psycopg
+
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    self._held, self._depth = conn, 1
+                    try:
+                        yield
+                    finally:
+                        self._held, self._depth = None, 0
+            except psycopg.Error as exc:
+                raise _pg_error(self.display, "a transaction", exc) from exc
+
+    def close(self) -> None:
+        """Connections belong to the pool: nothing to release here."""
+
+
+def _pg_error(display: str, what: str, exc: BaseException) -> StorageError:
+    import psycopg
+
+    if isinstance(exc, psycopg.OperationalError):
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StorageError(
+            f"{display}: {what} failed, the connection to the server was lost ({text}); nothing of that "
+            "operation was written, and the next call reconnects"
+        )
+    return _storage_error(display, what, exc)
+
+
+class Database:
+    """A SQL store's connections: one per session index for SQLite, a shared pool for PostgreSQL."""
+
+    def __init__(self, url: str, *, synchronous: str = "FULL", pool_size: int = 8) -> None:
+        parsed = parse_sql_url(url)
+        self.url = url
+        self.dialect: Dialect = parsed.dialect
+        self.display = parsed.display
+        self._target = parsed.target
+        self._synchronous = synchronous
+        self._pool: Any = None
+        self._pool_size = pool_size
+        self._lock = threading.Lock()
+        self.remote = parsed.dialect == "postgresql"
+
+    def connect(self) -> Conn:
+        """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL)."""
+        if self.dialect == "sqlite":
+            return SqliteConn(self._target, self.display, synchronous=self._synchronous)
+        return PgConn(self._shared_pool(), self.display)
+
+    def _shared_pool(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                try:
+                    from psycopg_pool import ConnectionPool
+                except ImportError as exc:  # pragma: no cover - depends on the installation
+                    raise SessionError(
+                        "PostgreSQL stores need psycopg and psycopg-pool: pip install 'sessiontree[postgres]'",
+                        kind="invalid_argument",
+                    ) from exc
+                self._pool = ConnectionPool(
+                    self._target,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True},
+                    check=ConnectionPool.check_connection,
+                    open=False,
+                    name="sessiontree",
+                )
+                try:
+                    self._pool.open(wait=True, timeout=10)
+                except Exception as exc:
+                    self._pool.close()
+                    self._pool = None
+                    raise StorageError(f"{self.display}: cannot connect: {exc}") from exc
+            return self._pool
+
+    def close(self) -> None:
+        """Close the pool (PostgreSQL); SQLite connections are closed by their owners."""
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None

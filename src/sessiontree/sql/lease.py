@@ -1,0 +1,141 @@
+"""The fenced writer lease: one writer per session across processes and hosts.
+
+A row ``(session_id, owner, fence, expires_at_ms)`` in ``st_writer_leases``. Acquiring succeeds only when no
+lease exists or the old one expired, and bumps the fence; every write transaction first renews the lease
+with a statement that matches owner, fence and an unexpired time, so a writer whose lease expired or was
+taken over writes nothing. A heartbeat renews it between writes. Times come from the database's clock, so
+hosts need not agree on theirs. No advisory session locks: they break behind transaction-mode poolers.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+
+from ..errors import SessionError, SessionLockedError
+from .database import Conn
+
+__all__ = ["DEFAULT_TTL_MS", "WriterLease", "new_owner"]
+
+DEFAULT_TTL_MS = 30_000
+
+
+def new_owner() -> str:
+    """``host:pid:random``: names the holder in the error a second writer gets."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _now(conn: Conn) -> str:
+    if conn.dialect == "postgresql":
+        return "(CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT))"
+    return "(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))"
+
+
+class WriterLease:
+    """A session's writer lease as held (or not) by this process."""
+
+    def __init__(
+        self, conn: Conn, session_id: str, *, ttl_ms: int = DEFAULT_TTL_MS, owner: str | None = None
+    ):
+        self.conn = conn
+        self.session_id = session_id
+        self.ttl_ms = ttl_ms
+        self.owner = owner or new_owner()
+        self.fence: int | None = None
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.fence is not None and self.lost is None
+
+    def acquire(self) -> None:
+        """Take the lease (a new one, or an expired one); ``SessionLockedError`` naming the holder if not."""
+        now = _now(self.conn)
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO st_writer_leases (session_id, owner, fence, expires_at_ms) "
+                f"VALUES (?, ?, 1, {now} + ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                "fence = st_writer_leases.fence + 1, expires_at_ms = excluded.expires_at_ms "
+                f"WHERE st_writer_leases.expires_at_ms <= {now}",
+                (self.session_id, self.owner, self.ttl_ms),
+            )
+            row = self.conn.query_one(
+                f"SELECT owner, fence, expires_at_ms - {now} FROM st_writer_leases WHERE session_id = ?",
+                (self.session_id,),
+            )
+        assert row is not None
+        holder, fence, remaining = row
+        if holder != self.owner:
+            raise SessionLockedError(
+                f"{self.conn.display}#{self.session_id} is being written by {holder} (its writer lease "
+                f"expires in {max(0, int(remaining)) / 1000:.1f} s unless renewed)"
+            )
+        self.fence, self.lost = int(fence), None
+        self._start_heartbeat()
+
+    def renew(self) -> None:
+        """Extend the lease inside the caller's write transaction; ``SessionLockedError`` when it is lost."""
+        if self.fence is None:
+            raise SessionLockedError(f"{self.conn.display}#{self.session_id}: this writer holds no lease")
+        if self.lost is None:
+            now = _now(self.conn)
+            changed = self.conn.execute(
+                f"UPDATE st_writer_leases SET expires_at_ms = {now} + ? "
+                f"WHERE session_id = ? AND owner = ? AND fence = ? AND expires_at_ms > {now}",
+                (self.ttl_ms, self.session_id, self.owner, self.fence),
+            )
+            if changed != 1:
+                self.lost = self._describe_loss()
+        if self.lost is not None:
+            raise SessionLockedError(self.lost, kind="lease_lost")
+
+    def _describe_loss(self) -> str:
+        row = self.conn.query_one(
+            "SELECT owner, fence FROM st_writer_leases WHERE session_id = ?", (self.session_id,)
+        )
+        where = f"{self.conn.display}#{self.session_id}"
+        if row is None or (row[0] == self.owner and row[1] == self.fence):
+            return f"{where}: this writer's lease expired; nothing was written (open the session again)"
+        return (
+            f"{where}: this writer's lease was taken over by {row[0]}; nothing was written (open the session "
+            "again to continue from what it wrote)"
+        )
+
+    def _start_heartbeat(self) -> None:
+        self._stop.clear()
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(target=self._beat, name="sessiontree-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        interval = self.ttl_ms / 3000
+        while not self._stop.wait(interval):
+            try:
+                with self.conn.transaction():
+                    self.renew()
+            except SessionError:  # lost, or the server is away: the next write reports it clearly
+                if self.lost is not None:
+                    return
+
+    def release(self) -> None:
+        """Stop the heartbeat and delete the lease if it is still ours (idempotent)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        if self.fence is None:
+            return
+        fence, self.fence = self.fence, None
+        try:
+            self.conn.execute(
+                "DELETE FROM st_writer_leases WHERE session_id = ? AND owner = ? AND fence = ?",
+                (self.session_id, self.owner, fence),
+            )
+        except SessionError:  # the lease expires by itself; a release must never hide the caller's own error
+            return

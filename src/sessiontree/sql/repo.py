@@ -1,0 +1,280 @@
+"""A SQL store of many sessions (SQLite file or PostgreSQL database): create, open, list, delete, fork, search,
+and the import and export that ``sessiontree copy`` uses.
+
+Listing and search are queries (session rows; FTS5 or ``tsvector``), never scans of entries. Sessions are
+``SessionManager``s over ``SqlSession``; this module only finds, creates and copies them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import _json
+from .. import entries as E
+from ..errors import SessionError, SessionNotFoundError, StorageError
+from ..ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
+from ..repo import SessionInfo, _dt, resolve_cwd
+from ..repository import Repo
+from ..storage.base import Problem
+from ..textsearch import SearchHit, query_terms, snippet
+from .database import Database
+from .schema import SCHEMA_VERSION, applied_version, migrate
+from .session import SqlSession
+
+if TYPE_CHECKING:
+    from ..manager import SessionManager
+
+__all__ = ["SqlRepo"]
+
+
+class SqlRepo(Repo):
+    """Sessions in one database. ``setup()`` applies migrations; the first use of an empty database does too."""
+
+    def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
+        self.db = Database(url, synchronous=synchronous)
+        self.url = url
+        self.display = self.db.display
+        self._conn = self.db.connect()
+        self._ready = False
+
+    # -- schema ----------------------------------------------------------------------------------------
+    def setup(self) -> builtins.list[str]:
+        """Apply the migrations this database lacks; returns their descriptions."""
+        done = migrate(self._conn)
+        self._ready = True
+        return [f"{m.version}: {m.description}" for m in done]
+
+    def schema_version(self) -> int:
+        """The schema version applied (0 for an empty database)."""
+        return applied_version(self._conn)
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        version = applied_version(self._conn)
+        if version < SCHEMA_VERSION:
+            migrate(self._conn)
+        self._ready = True
+
+    # -- sessions --------------------------------------------------------------------------------------
+    def _manager(self, index: SqlSession, cwd: str, options: dict[str, Any]) -> SessionManager:
+        from ..manager import SessionManager
+
+        manager = SessionManager(index, cwd=cwd, session_dir=None, persist=True, **options)
+        manager.spawner = lambda header, lines: self._spawn(header, lines)
+        return manager
+
+    def _spawn(self, header: dict[str, Any], lines: Sequence[dict[str, Any] | bytes] | None) -> SqlSession:
+        self._ensure()
+        index = SqlSession.new(self.db, header)
+        if lines:
+            with index.transaction():
+                for line in lines:
+                    if isinstance(line, (bytes, bytearray)):
+                        index.append_line(_json.loads(bytes(line)), bytes(line))
+                    else:
+                        index.append(line)
+        return index
+
+    def create(
+        self, cwd: str, *, id: str | None = None, parent_session: str | None = None, **options: Any
+    ) -> SessionManager:
+        """A new session for ``cwd`` (stored with its first entry)."""
+        self._ensure()
+        sid = id if id is not None else options.get("session_id_factory", uuid7)()
+        assert_valid_session_id(sid)
+        if self._conn.query_one("SELECT 1 FROM st_sessions WHERE id = ?", (sid,)) is not None:
+            raise StorageError(f"{self.display}#{sid}: already exists")
+        cwd = resolve_cwd(cwd)
+        header = E.session_header(sid, iso_from_ms(options.get("clock", now_ms)()), cwd, parent_session)
+        return self._manager(SqlSession.new(self.db, header), cwd, options)
+
+    def resolve(self, ref: str) -> str:
+        """The session id ``ref`` names: the id itself, or a unique prefix of at least 4 characters."""
+        self._ensure()
+        if self._conn.query_one("SELECT 1 FROM st_sessions WHERE id = ?", (ref,)) is not None:
+            return ref
+        if len(ref) >= 4:
+            rows = self._conn.query(
+                "SELECT id FROM st_sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 11", (len(ref), ref)
+            )
+            if len(rows) == 1:
+                return str(rows[0][0])
+            if rows:
+                from ..errors import AmbiguousReferenceError
+
+                ids = [str(r[0]) for r in rows]
+                raise AmbiguousReferenceError(
+                    f"{self.display}: {ref!r} is the start of several session ids: {', '.join(ids)}",
+                    candidates=ids,
+                )
+        raise SessionNotFoundError(f"Session not found: {self.display}#{ref}")
+
+    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> SessionManager:
+        """An existing session (by id or unique id prefix)."""
+        index = SqlSession.open(self.db, self.resolve(session_id), read_only=read_only)
+        cwd = (index.header or {}).get("cwd")
+        return self._manager(index, cwd if isinstance(cwd, str) else "", options)
+
+    def list(self, cwd: str | None = None) -> builtins.list[SessionInfo]:
+        """Every session (of ``cwd`` when given), newest activity first, from the session rows alone."""
+        self._ensure()
+        sql = (
+            "SELECT id, cwd, name, parent_session, created, modified_ms, message_count, first_message "
+            "FROM st_sessions"
+        )
+        params: tuple[Any, ...] = ()
+        if cwd is not None:
+            sql += " WHERE cwd = ?"
+            params = (resolve_cwd(cwd),)
+        infos = [self._info(row) for row in self._conn.query(sql, params)]
+        infos.sort(key=lambda i: i.modified, reverse=True)
+        return infos
+
+    def _info(self, row: tuple[Any, ...]) -> SessionInfo:
+        sid, cwd, name, parent, created, modified_ms, messages, first = row
+        from ..ids import parse_iso_ms
+
+        created_dt = _dt(parse_iso_ms(created)) or datetime.fromtimestamp(0, tz=UTC)
+        modified = _dt(float(modified_ms)) if modified_ms is not None else None
+        return SessionInfo(
+            f"{self.display}#{sid}",
+            str(sid),
+            cwd or "",
+            name,
+            parent,
+            created_dt,
+            modified or created_dt,
+            int(messages),
+            first or "(no messages)",
+            "",
+        )
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session and its entries (a missing session is no error)."""
+        self._ensure()
+        with self._conn.transaction():
+            self._conn.execute("DELETE FROM st_entry_text WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM st_entries WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM st_writer_leases WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM st_sessions WHERE id = ?", (session_id,))
+
+    def fork(
+        self,
+        session_id: str,
+        *,
+        entry_id: str | None = None,
+        position: str = "before",
+        cwd: str | None = None,
+        id: str | None = None,
+        **options: Any,
+    ) -> SessionManager:
+        """A new session with the source's entries (all of them, or the path to ``entry_id``; see below).
+
+        ``position="before"``: ``entry_id`` must be a user message and the copy ends at its parent;
+        ``"at"``: the copy ends at ``entry_id``. Entry ids and lines are kept; the header names the source.
+        """
+        from ..forking import fork_lines
+
+        source = SqlSession.open(self.db, self.resolve(session_id), read_only=True)
+        try:
+            lines = fork_lines(source, entry_id, position)
+            header_cwd = (source.header or {}).get("cwd")
+            target_cwd = (
+                resolve_cwd(cwd) if cwd is not None else (header_cwd if isinstance(header_cwd, str) else "")
+            )
+            sid = id if id is not None else options.get("session_id_factory", uuid7)()
+            assert_valid_session_id(sid)
+            header = E.session_header(
+                sid, iso_from_ms(options.get("clock", now_ms)()), target_cwd, source.location
+            )
+        finally:
+            source.close()
+        return self._manager(self._spawn(header, lines), target_cwd, options)
+
+    def search(self, text: str, *, cwd: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
+        """Entries and session names matching every word of ``text`` (FTS5 / ``tsvector``), best first."""
+        self._ensure()
+        terms = query_terms(text)
+        if not terms:
+            return []
+        where, params = "", []
+        if cwd is not None:
+            where, params = " AND s.cwd = ?", [resolve_cwd(cwd)]
+        if self.db.dialect == "sqlite":
+            match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+            rows = self._conn.query(
+                "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
+                "JOIN st_sessions s ON s.id = t.session_id "
+                f"WHERE st_entry_text MATCH ?{where} ORDER BY rank LIMIT ?",
+                (match, *params, limit),
+            )
+        else:
+            rows = self._conn.query(
+                "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
+                "JOIN st_sessions s ON s.id = t.session_id, plainto_tsquery('simple', ?) q "
+                f"WHERE t.tsv @@ q{where} ORDER BY ts_rank(t.tsv, q) DESC LIMIT ?",
+                (" ".join(terms), *params, limit),
+            )
+        return [
+            SearchHit(str(sid), str(eid), snippet(body, terms), name, f"{self.display}#{sid}")
+            for sid, eid, body, name in rows
+        ]
+
+    # -- copy ------------------------------------------------------------------------------------------
+    def import_session(
+        self, header_block: bytes, lines: Iterable[bytes], *, problems: Iterable[Problem] = ()
+    ) -> str:
+        """Store a session from its exact header block and entry lines; returns its id."""
+        self._ensure()
+        header = _first_object(header_block)
+        sid = header.get("id") if header else None
+        if not isinstance(sid, str):
+            raise SessionError("the source has no session header with an id", kind="invalid_session")
+        if self._conn.query_one("SELECT 1 FROM st_sessions WHERE id = ?", (sid,)) is not None:
+            raise StorageError(f"{self.display}#{sid}: already exists (delete it first, or copy to a new id)")
+        assert header is not None
+        index = SqlSession.new(self.db, header, header_block)
+        try:
+            with index.transaction():
+                for line in lines:
+                    entry = _json.loads(line)
+                    index.append_line(entry, line)
+            found = list(problems)
+            if found:
+                index.record_problems(found)
+        finally:
+            index.close()
+        return sid
+
+    def export(self, session_id: str) -> tuple[bytes, Iterator[bytes]]:
+        """The exact header block and entry lines of a session (what a file of it holds)."""
+        index = SqlSession.open(self.db, self.resolve(session_id), read_only=True)
+        block = index.header_line or b""
+
+        def lines() -> Iterator[bytes]:
+            try:
+                yield from index.exact_lines()
+            finally:
+                index.close()
+
+        return block, lines()
+
+    def close(self) -> None:
+        """Close the repository's own connection and the pool."""
+        with contextlib.suppress(SessionError):
+            self._conn.close()
+        self.db.close()
+
+
+def _first_object(block: bytes) -> dict[str, Any] | None:
+    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
+    for line in text.split(b"\n"):
+        if line.strip():
+            value = _json.loads(line)
+            return value if isinstance(value, dict) else None
+    return None

@@ -1,0 +1,145 @@
+"""The SQL schema of the session stores, as numbered migrations recorded in ``st_schema`` and applied in order
+(``setup``; also on first use of an empty database). Entry rows are only ever inserted.
+
+One text per migration and dialect; nothing here runs queries other than applying them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..errors import StorageError
+from .database import Conn, Dialect
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered step: a description and its statements for each dialect."""
+
+    version: int
+    description: str
+    sqlite: tuple[str, ...]
+    postgresql: tuple[str, ...]
+
+    def statements(self, dialect: Dialect) -> tuple[str, ...]:
+        return self.sqlite if dialect == "sqlite" else self.postgresql
+
+
+def _tables(blob: str) -> tuple[str, ...]:
+    # Entries keep each line's exact bytes; the pointer columns (parent_seq, depth, and the seq of the latest
+    # compaction / model source / thinking level / active tools at or above the entry) let a context be read
+    # from the leaf back to the latest compaction without walking the whole path.
+    return (
+        f"""CREATE TABLE st_sessions (
+            id TEXT PRIMARY KEY,
+            header {blob} NOT NULL,
+            created TEXT,
+            cwd TEXT NOT NULL DEFAULT '',
+            parent_session TEXT,
+            name TEXT,
+            entry_count BIGINT NOT NULL DEFAULT 0,
+            message_count BIGINT NOT NULL DEFAULT 0,
+            first_message TEXT,
+            modified_ms BIGINT,
+            irregular SMALLINT NOT NULL DEFAULT 0,
+            problems TEXT
+        )""",
+        "CREATE INDEX st_sessions_cwd ON st_sessions (cwd)",
+        f"""CREATE TABLE st_entries (
+            session_id TEXT NOT NULL REFERENCES st_sessions (id) ON DELETE CASCADE,
+            seq BIGINT NOT NULL,
+            id TEXT NOT NULL,
+            parent_id TEXT,
+            type TEXT NOT NULL,
+            timestamp TEXT,
+            line {blob} NOT NULL,
+            parent_seq BIGINT,
+            depth BIGINT NOT NULL DEFAULT 0,
+            compaction_seq BIGINT,
+            model_seq BIGINT,
+            thinking_seq BIGINT,
+            tools_seq BIGINT,
+            target_id TEXT,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX st_entries_id ON st_entries (session_id, id, seq)",
+        "CREATE INDEX st_entries_parent ON st_entries (session_id, parent_id)",
+        "CREATE INDEX st_entries_type ON st_entries (session_id, type, seq)",
+        """CREATE TABLE st_writer_leases (
+            session_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            fence BIGINT NOT NULL,
+            expires_at_ms BIGINT NOT NULL
+        )""",
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "sessions, entries and writer leases", _tables("BLOB"), _tables("BYTEA")),
+    Migration(
+        2,
+        "full-text search over message text and session names",
+        (
+            "CREATE VIRTUAL TABLE st_entry_text USING fts5("
+            "text, session_id UNINDEXED, entry_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')",
+        ),
+        (
+            """CREATE TABLE st_entry_text (
+                session_id TEXT NOT NULL REFERENCES st_sessions (id) ON DELETE CASCADE,
+                entry_id TEXT NOT NULL,
+                text TEXT NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
+            )""",
+            "CREATE INDEX st_entry_text_tsv ON st_entry_text USING GIN (tsv)",
+            "CREATE INDEX st_entry_text_session ON st_entry_text (session_id)",
+        ),
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS st_schema ("
+    "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
+)
+
+
+def applied_version(conn: Conn) -> int:
+    """The highest migration applied (0 for an empty database)."""
+    conn.execute(_VERSION_TABLE)
+    row = conn.query_one("SELECT MAX(version) FROM st_schema")
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(conn: Conn) -> list[Migration]:
+    """Apply every migration not applied yet, each in its own transaction; returns those applied.
+
+    Safe to run from several processes at once: each step re-checks the version inside its transaction
+    (PostgreSQL serializes them with a transaction-scoped advisory lock, SQLite with ``BEGIN IMMEDIATE``).
+    """
+    done: list[Migration] = []
+    current = applied_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StorageError(
+            f"{conn.display}: the database has schema version {current}, newer than this sessiontree "
+            f"({SCHEMA_VERSION}); upgrade sessiontree"
+        )
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        with conn.transaction():
+            if conn.dialect == "postgresql":
+                conn.query("SELECT pg_advisory_xact_lock(7466347285)")  # 'sesstree': one migrator at a time
+            if applied_version(conn) >= migration.version:
+                continue
+            for statement in migration.statements(conn.dialect):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO st_schema (version, description, applied_at_ms) VALUES (?, ?, ?)",
+                (migration.version, migration.description, time.time_ns() // 1_000_000),
+            )
+        done.append(migration)
+    return done

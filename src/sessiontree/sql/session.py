@@ -1,0 +1,559 @@
+"""One session in a SQL store, as the ``SessionManager`` reads and writes it (``SessionIndex``).
+
+Reads do not grow with the session: opening reads the session row, the last entry and the label and name
+entries; the context at a leaf reads the path back to the latest compaction (to its ``firstKeptEntryId``
+without a ``retainedTail``) plus the settings entries in force, found through per-entry pointer columns
+filled at insert time. The tree and whole paths are read on request. A session whose pointers cannot be
+trusted (an imported file with duplicate ids or parents that appear later) is read whole, as a file is.
+Writes happen only under the writer lease, each in a transaction that first renews it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .. import _json
+from ..context import settings_kind
+from ..errors import SessionError, SessionLockedError
+from ..index import LocalIndex, PathView, SessionIndex
+from ..repo import SessionInfoBuilder
+from ..storage._encode import encode_entry
+from ..storage.base import Problem, check_envelope
+from ..textsearch import entry_search_text
+from ..tree import TreeNode
+from .database import Conn, Database
+from .lease import WriterLease
+from .loaded import LoadedSession, strip_cr
+
+__all__ = ["SqlSession"]
+
+Entry = dict[str, Any]
+_CACHE = 4096
+_BATCH = 256
+
+# (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
+Pointers = tuple[int, int, int | None, int | None, int | None, int | None]
+_POINTERS = "seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq"
+
+
+class SqlSession(SessionIndex):
+    """A session row and its entry rows. Build with ``open`` or ``new`` (the repository does)."""
+
+    def __init__(self, db: Database, session_id: str, *, read_only: bool) -> None:
+        self.db = db
+        self.conn: Conn = db.connect()
+        self.session_id = session_id
+        self.path = None
+        self.read_only = read_only
+        self.durability = "fsync"
+        self._header: Entry | None = None
+        self._header_line: bytes | None = None
+        self._exists = False
+        self._count = 0
+        self._last: tuple[str, str, str | None] | None = None
+        self._irregular = False
+        self._import_problems: list[Problem] = []
+        self._generation = 0
+        self._pointers: dict[str, Pointers] = {}
+        self._entries: dict[int, Entry] = {}
+        self._absent: set[str] = set()
+        self._loaded: LocalIndex | None = None
+        self._info = SessionInfoBuilder()
+        self._lease = WriterLease(self.conn, session_id)
+        self._closed = False
+
+    # -- construction ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, db: Database, session_id: str, *, read_only: bool = False) -> SqlSession:
+        """An existing session (``SessionNotFoundError`` when there is none with this id)."""
+        from ..errors import SessionNotFoundError
+
+        session = cls(db, session_id, read_only=read_only)
+        if not session._load():
+            session.close()
+            raise SessionNotFoundError(f"Session not found: {db.display}#{session_id}")
+        return session
+
+    @classmethod
+    def new(cls, db: Database, header: Mapping[str, Any], header_line: bytes | None = None) -> SqlSession:
+        """A session that exists once its first entry is written (the header goes with it)."""
+        session = cls(db, str(header["id"]), read_only=False)
+        session._header = dict(header)
+        session._header_line = header_line
+        return session
+
+    def _load(self) -> bool:
+        row = self.conn.query_one(
+            "SELECT header, irregular, problems, name, message_count, first_message, modified_ms "
+            "FROM st_sessions WHERE id = ?",
+            (self.session_id,),
+        )
+        if row is None:
+            return False
+        header_block, irregular, problems, name, messages, first, modified = row
+        self._header_line = bytes(header_block)
+        self._header = _decode_header(self._header_line)
+        self._exists = True
+        self._irregular = bool(irregular)
+        self._import_problems = [Problem(**p) for p in json.loads(problems)] if problems else []
+        self._info.name, self._info.message_count, self._info.first_message = name, int(messages), first
+        self._info.last_activity = float(modified) if modified is not None else None
+        last = self.conn.query_one(
+            "SELECT seq, id, type, target_id FROM st_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (self.session_id,),
+        )
+        self._count = int(last[0]) if last else 0
+        self._last = (last[1], last[2], last[3]) if last else None
+        self._pointers.clear()
+        self._entries.clear()
+        self._absent.clear()
+        self._loaded = None
+        return True
+
+    # -- properties ------------------------------------------------------------------------------------
+    @property
+    def header(self) -> dict[str, Any] | None:
+        return self._header
+
+    @property
+    def header_line(self) -> bytes | None:
+        """The header line's exact bytes (what precedes the first entry when exported to a file)."""
+        return self._header_line if self._header_line is not None else None
+
+    @property
+    def location(self) -> str | None:
+        return f"{self.db.display}#{self.session_id}"
+
+    @property
+    def problems(self) -> list[Problem]:
+        if self._irregular:
+            return [*self._import_problems, *self._whole().problems]
+        return list(self._import_problems)
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    @property
+    def remote(self) -> bool:
+        return self.db.remote
+
+    @property
+    def is_persisted(self) -> bool:
+        return self._exists
+
+    @property
+    def file_exists(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return self._count
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def _whole(self) -> LocalIndex:
+        """The session loaded whole (for the tree, and for every read of an irregular session)."""
+        if self._loaded is None or len(self._loaded.store) != self._count:
+            self._loaded = LocalIndex(LoadedSession(self.conn, self.session_id, self._header))
+        return self._loaded
+
+    def _decode(self, seq: int, line: Any) -> Entry:
+        entry = self._entries.get(seq)
+        if entry is None:
+            value = _json.loads(bytes(line))
+            if not isinstance(value, dict):
+                raise SessionError(f"{self.location}: entry {seq} is not an object", kind="invalid_session")
+            entry = value
+            if len(self._entries) >= _CACHE:
+                self._entries.clear()
+            self._entries[seq] = entry
+        return entry
+
+    def _by_id(self, entry_id: str) -> tuple[int, Any] | None:
+        """``(seq, line)`` of the last entry with this id."""
+        if entry_id in self._absent:
+            return None
+        row = self.conn.query_one(
+            "SELECT seq, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            (self.session_id, entry_id),
+        )
+        if row is None:
+            if len(self._absent) >= _CACHE:
+                self._absent.clear()
+            self._absent.add(entry_id)
+            return None
+        return int(row[0]), row[1]
+
+    def last_leaf(self) -> str | None:
+        if self._last is None:
+            return None
+        entry_id, kind, target = self._last
+        return target if kind == "leaf" else entry_id
+
+    def contains(self, entry_id: str) -> bool:
+        if entry_id in self._pointers:
+            return True
+        return self._by_id(entry_id) is not None
+
+    def position(self, entry_id: str) -> int | None:
+        found = self._by_id(entry_id)
+        return None if found is None else found[0] - 1
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        found = self._by_id(entry_id)
+        return None if found is None else self._decode(*found)
+
+    def entries(self) -> list[Entry]:
+        rows = self.conn.query(
+            "SELECT seq, line FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
+        )
+        return [self._decode(int(seq), line) for seq, line in rows]
+
+    def ids_starting_with(self, prefix: str) -> list[str]:
+        rows = self.conn.query(
+            "SELECT id FROM st_entries WHERE session_id = ? AND substr(id, 1, ?) = ? ORDER BY seq",
+            (self.session_id, len(prefix), prefix),
+        )
+        return list(dict.fromkeys(r[0] for r in rows))
+
+    def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
+        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first."""
+        columns = "e.seq, e.id, e.type, e.parent_id" + (", e.line" if lines else "")
+        return self.conn.query(
+            "WITH RECURSIVE p(seq, parent_seq, depth) AS ("
+            " SELECT seq, parent_seq, depth FROM st_entries WHERE session_id = ? AND seq = ?"
+            " UNION ALL"
+            " SELECT e.seq, e.parent_seq, e.depth FROM st_entries e JOIN p"
+            " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ?"
+            f") SELECT {columns} FROM p JOIN st_entries e ON e.session_id = ? AND e.seq = p.seq"
+            " ORDER BY p.depth",
+            (self.session_id, seq, self.session_id, stop_depth, self.session_id),
+        )
+
+    def _view(self, rows: Sequence[tuple[Any, ...]]) -> PathView:
+        seqs = [int(r[0]) for r in rows]
+        lines = {int(r[0]): r[4] for r in rows if len(r) > 4}
+
+        def load(i: int) -> Entry:
+            seq = seqs[i]
+            if seq in self._entries:
+                return self._entries[seq]
+            if seq not in lines:  # fetch this line and the next ones in one query
+                batch = [s for s in seqs[i : i + _BATCH] if s not in self._entries and s not in lines]
+                marks = ",".join("?" * len(batch))
+                for got, line in self.conn.query(
+                    f"SELECT seq, line FROM st_entries WHERE session_id = ? AND seq IN ({marks})",
+                    (self.session_id, *batch),
+                ):
+                    lines[int(got)] = line
+            return self._decode(seq, lines.pop(seq))
+
+        def raw(i: int) -> bytes:
+            row = self.conn.query_one(
+                "SELECT line FROM st_entries WHERE session_id = ? AND seq = ?", (self.session_id, seqs[i])
+            )
+            assert row is not None
+            return strip_cr(bytes(row[0]))
+
+        return PathView([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], load, raw)
+
+    def path_view(self, leaf_id: str | None) -> PathView:
+        if self._irregular:
+            return self._whole().path_view(leaf_id)
+        found = None if leaf_id is None else self._by_id(leaf_id)
+        if found is None:
+            return self._view([])
+        return self._view(self._walk(found[0], 0, lines=False))
+
+    def context_view(self, leaf_id: str | None) -> PathView:
+        if self._irregular:
+            return self._whole().context_view(leaf_id)
+        pointers = None if leaf_id is None else self._pointers_of(leaf_id)
+        if pointers is None:
+            return self._view([])
+        seq, _, compaction, model, thinking, tools = pointers
+        if compaction is None:
+            return self._view(self._walk(seq, 0, lines=True))
+        comp_row = self.conn.query_one(
+            "SELECT depth, line FROM st_entries WHERE session_id = ? AND seq = ?",
+            (self.session_id, compaction),
+        )
+        assert comp_row is not None
+        comp_depth = int(comp_row[0])
+        comp_entry = self._decode(compaction, comp_row[1])
+        stop = comp_depth
+        first_kept = comp_entry.get("firstKeptEntryId")
+        kept_depth: int | None = None
+        if not isinstance(comp_entry.get("retainedTail"), list) and isinstance(first_kept, str):
+            kept = self._pointers_of(first_kept)
+            if kept is not None and kept[1] < comp_depth:
+                kept_depth = stop = kept[1]
+        rows = self._walk(seq, stop, lines=True)
+        if kept_depth is not None and rows and rows[0][1] != first_kept:
+            rows = rows[comp_depth - kept_depth :]  # firstKeptEntryId is not on this path: nothing kept
+        present = {int(r[0]) for r in rows}
+        extra = sorted({s for s in (model, thinking, tools) if s is not None and s not in present})
+        if extra:
+            marks = ",".join("?" * len(extra))
+            before = self.conn.query(
+                f"SELECT seq, id, type, parent_id, line FROM st_entries WHERE session_id = ? AND seq IN ({marks})"
+                " ORDER BY depth",
+                (self.session_id, *extra),
+            )
+            rows = [*before, *rows]
+        return self._view(rows)
+
+    def _pointers_of(self, entry_id: str) -> Pointers | None:
+        cached = self._pointers.get(entry_id)
+        if cached is not None:
+            return cached
+        row = self.conn.query_one(
+            f"SELECT {_POINTERS} FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            (self.session_id, entry_id),
+        )
+        if row is None:
+            return None
+        pointers: Pointers = (int(row[0]), int(row[1]), row[2], row[3], row[4], row[5])
+        self._remember(entry_id, pointers)
+        return pointers
+
+    def _remember(self, entry_id: str, pointers: Pointers) -> None:
+        if len(self._pointers) >= _CACHE:
+            self._pointers.clear()
+        self._pointers[entry_id] = pointers
+
+    def children(self, entry_id: str) -> list[Entry]:
+        if self._irregular:
+            return self._whole().children(entry_id)
+        rows = self.conn.query(
+            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY seq",
+            (self.session_id, entry_id),
+        )
+        return [self._decode(int(seq), line) for seq, line in rows]
+
+    def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
+        return self._whole().tree(labels)
+
+    def cycle_problems(self) -> list[Problem]:
+        return self._whole().cycle_problems() if self._irregular else []
+
+    def label_and_name_entries(self) -> list[Entry]:
+        rows = self.conn.query(
+            "SELECT seq, line FROM st_entries WHERE session_id = ? AND type IN ('label', 'session_info') "
+            "ORDER BY seq",
+            (self.session_id,),
+        )
+        return [self._decode(int(seq), line) for seq, line in rows]
+
+    def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
+        """Ids, parent ids and types of every entry in append order (one query)."""
+        rows = self.conn.query(
+            "SELECT id, parent_id, type FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
+        )
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def raw_lines(self) -> Iterator[bytes]:
+        for line in self.exact_lines():
+            yield strip_cr(line)
+
+    def exact_lines(self) -> Iterator[bytes]:
+        """Every entry's exact line (a trailing ``\\r`` included, as it was read), in append order."""
+        rows = self.conn.query(
+            "SELECT line FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
+        )
+        for (line,) in rows:
+            yield bytes(line)
+
+    # -- writes ----------------------------------------------------------------------------------------
+    def set_header(self, header: Mapping[str, Any]) -> None:
+        if self._exists or self._header is not None:
+            raise SessionError(f"{self.location}: the session already has a header", kind="invalid_argument")
+        self._header = dict(header)
+
+    def prepare_write(self) -> None:
+        if self._closed:
+            raise SessionError(f"{self.location}: the session is closed", kind="invalid_state")
+        if self.read_only:
+            raise SessionError(
+                f"{self.location}: cannot write, the session was opened read-only", kind="read_only"
+            )
+        if self._lease.held:
+            return
+        if self._lease.lost is not None:
+            raise SessionLockedError(self._lease.lost, kind="lease_lost")
+        self._lease.acquire()
+        if self._exists:
+            row = self.conn.query_one(
+                "SELECT MAX(seq) FROM st_entries WHERE session_id = ?", (self.session_id,)
+            )
+            if (int(row[0]) if row and row[0] is not None else 0) != self._count:
+                self._load()  # another writer appended since we read the session
+                self._generation += 1
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self.conn.in_transaction:
+            yield
+            return
+        saved = (self._count, self._last, self._exists, self._irregular, self._generation)
+        saved_info = (
+            self._info.name,
+            self._info.message_count,
+            self._info.first_message,
+            self._info.last_activity,
+        )
+        try:
+            with self.conn.transaction():
+                yield
+        except BaseException:
+            self._count, self._last, self._exists, self._irregular, _ = saved
+            (
+                self._info.name,
+                self._info.message_count,
+                self._info.first_message,
+                self._info.last_activity,
+            ) = saved_info
+            self._pointers.clear()
+            self._entries.clear()
+            self._absent.clear()
+            self._loaded = None
+            self._generation += 1  # the manager reads labels and the leaf again
+            raise
+
+    def append(self, entry: Mapping[str, Any]) -> None:
+        check_envelope(entry)
+        self.append_line(entry, encode_entry(entry))
+
+    def append_line(self, entry: Mapping[str, Any], line: bytes) -> None:
+        """Insert ``entry`` whose exact line is ``line`` (copies keep the bytes they read)."""
+        self.prepare_write()
+        with self.transaction():
+            self._lease.renew()
+            if not self._exists:
+                self._create_row()
+            self._insert(entry, line)
+
+    def _create_row(self) -> None:
+        header = self._header
+        if header is None:
+            raise SessionError(f"{self.location}: no session header to write", kind="invalid_state")
+        block = self._header_line if self._header_line is not None else _json.dumps_bytes(header)
+        cwd = header.get("cwd")
+        parent = header.get("parentSession")
+        created = header.get("timestamp")
+        changed = self.conn.execute(
+            "INSERT INTO st_sessions (id, header, created, cwd, parent_session) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO NOTHING",
+            (
+                self.session_id,
+                block,
+                created if isinstance(created, str) else None,
+                cwd if isinstance(cwd, str) else "",
+                parent if isinstance(parent, str) else None,
+            ),
+        )
+        if changed != 1:
+            raise SessionLockedError(f"{self.location} was created by another writer first")
+        self._header_line = block
+        self._exists = True
+
+    def _insert(self, entry: Mapping[str, Any], line: bytes) -> None:
+        entry_id = str(entry["id"])
+        kind = str(entry["type"])
+        raw_parent = entry.get("parentId")
+        parent_id = raw_parent if isinstance(raw_parent, str) else None
+        parent = self._pointers_of(parent_id) if parent_id is not None else None
+        duplicate = entry_id in self._pointers or self._by_id(entry_id) is not None
+        if duplicate or (parent_id is not None and (parent is None or parent_id == entry_id)):
+            self._irregular = True  # pointers no longer tell the truth: read this session whole from now on
+        seq = self._count + 1
+        setting = settings_kind(entry)
+        p_depth, p_comp, p_model, p_think, p_tools = (
+            (parent[1], parent[2], parent[3], parent[4], parent[5])
+            if parent
+            else (-1, None, None, None, None)
+        )
+        pointers: Pointers = (
+            seq,
+            p_depth + 1,
+            seq if kind == "compaction" else p_comp,
+            seq if setting == "model" else p_model,
+            seq if setting == "thinking" else p_think,
+            seq if setting == "tools" else p_tools,
+        )
+        target = entry.get("targetId") if kind in ("label", "leaf") else None
+        stamp = entry.get("timestamp")
+        self.conn.execute(
+            "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
+            "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                seq,
+                entry_id,
+                parent_id,
+                kind,
+                stamp if isinstance(stamp, str) else None,
+                line,
+                parent[0] if parent else None,
+                *pointers[1:],
+                target if isinstance(target, str) else None,
+            ),
+        )
+        info = self._info
+        info.add(entry)
+        info.texts.clear()  # only the columns are kept; the text goes to the search table
+        self.conn.execute(
+            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
+            "modified_ms = ?, irregular = ? WHERE id = ?",
+            (
+                seq,
+                info.name,
+                info.message_count,
+                info.first_message,
+                int(info.last_activity) if info.last_activity is not None else None,
+                1 if self._irregular else 0,
+                self.session_id,
+            ),
+        )
+        text = entry_search_text(entry)
+        if text is not None:
+            self.conn.execute(
+                "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)",
+                (text, self.session_id, entry_id),
+            )
+        self._count = seq
+        self._last = (entry_id, kind, target if isinstance(target, str) else None)
+        self._absent.discard(entry_id)
+        self._remember(entry_id, pointers)
+        self._loaded = None
+
+    def record_problems(self, problems: Sequence[Problem]) -> None:
+        """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""
+        self._import_problems = list(problems)
+        payload = json.dumps(
+            [{"kind": p.kind, "line": p.line, "message": p.message, "entry_id": p.entry_id} for p in problems]
+        )
+        with self.conn.transaction():
+            self.conn.execute("UPDATE st_sessions SET problems = ? WHERE id = ?", (payload, self.session_id))
+
+    def sync(self) -> None:
+        """Every commit is already durable (``synchronous=FULL``; PostgreSQL's commit)."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._lease.release()
+        self.conn.close()
+
+
+def _decode_header(block: bytes) -> Entry | None:
+    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
+    for line in text.split(b"\n"):
+        if line.strip():
+            value = _json.loads(line)
+            return value if isinstance(value, dict) else None
+    return None
