@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import compress
 from pathlib import Path
 from typing import Any, overload
 
@@ -293,7 +294,8 @@ class LocalIndex(SessionIndex):
         types = store.types_at(range(len(store)))
         if "label" not in types and "session_info" not in types:
             return []
-        return [store.entry_at(i) for i, kind in enumerate(types) if kind in ("label", "session_info")]
+        wanted = {"label", "session_info"}.__contains__
+        return [store.entry_at(i) for i in compress(range(len(types)), map(wanted, types))]  # found in C
 
     def append(self, entry: Mapping[str, Any]) -> None:
         self.store.append(entry)

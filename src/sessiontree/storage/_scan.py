@@ -9,7 +9,7 @@ of every line, dicts discarded at once, costs 1.8-3.2x the floor, because it bui
 ``msgspec.json.Decoder(<4-field Struct>).decode_lines`` over a 4 MiB chunk checks the well-formedness of
 every byte the same way (truncated, glued and garbage lines are rejected) but materializes only the four
 envelope fields: 0.8-0.9x the floor. ``decode_lines`` reads a stream of values rather than lines, so a
-chunk is only taken whole when every line starts with ``{`` and ends with ``}`` (byte counts in C) and it
+chunk is only taken whole when every line starts with ``{`` and ends with ``}`` (bytes gathered in C) and it
 yields exactly one value per line: then value ``k`` is line ``k``. A chunk that fails any check (a bad or
 glued line, blank lines, an odd envelope, a second header) is re-scanned line by line, and a line msgspec
 rejects gets a second chance with ``_json.loads`` (orjson, then the stdlib), the decoder entries are read
@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, attrgetter
+from operator import add, attrgetter, itemgetter, sub
 from typing import Any
 
 from .. import _json
@@ -117,28 +117,27 @@ def memory_chunks(buf: bytes, start: int, end: int) -> Iterator[Chunk]:
 
 
 def reader_chunks(read: Callable[[int, int], bytes], start: int, end: int) -> Iterator[Chunk]:
-    """Chunks read with ``read(offset, size)``, each ending at a line boundary (except possibly the last)."""
+    """Chunks read with ``read(offset, size)``, each ending at a line boundary (except possibly the last).
+
+    The next read starts where the last complete line ended, so the partial line is read again rather than
+    copied onto the next block (a copy of the whole block, every chunk).
+    """
     pos = start
-    carry = b""
-    carry_at = start
+    size = CHUNK_BYTES
     while pos < end:
-        data = read(pos, min(CHUNK_BYTES, end - pos))
+        data = read(pos, min(size, end - pos))
         if not data:
-            break
-        pos += len(data)
-        block = carry + data if carry else data
-        if pos >= end:
-            yield block, 0, len(block), carry_at
             return
-        cut = block.rfind(b"\n")
-        if cut < 0:  # a line longer than a chunk: keep reading
-            carry = block
+        if pos + len(data) >= end:
+            yield data, 0, len(data), pos
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:  # a line longer than the block: read a bigger one
+            size *= 2
             continue
-        yield block, 0, cut + 1, carry_at
-        carry = block[cut + 1 :]
-        carry_at += cut + 1
-    if carry:
-        yield carry, 0, len(carry), carry_at
+        yield data, 0, cut + 1, pos
+        pos += cut + 1
+        size = CHUNK_BYTES
 
 
 def scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
@@ -221,28 +220,47 @@ def _newlines(buf: bytes, pos: int, stop: int) -> list[int]:
     return found
 
 
-def _one_object_per_line(buf: bytes, pos: int, stop: int, newlines: int, count: int) -> bool:
+def _bytes_at(buf: bytes, positions: list[int]) -> tuple[int, ...]:
+    """``buf[p]`` for every position, gathered in C."""
+    if not positions:
+        return ()
+    if len(positions) == 1:
+        return (buf[positions[0]],)
+    got: tuple[int, ...] = itemgetter(*positions)(buf)
+    return got
+
+
+def _one_object_per_line(buf: bytes, pos: int, stop: int, newlines: list[int], count: int) -> bool:
     """Whether every line of ``buf[pos:stop]`` starts with ``{`` and ends with ``}`` (before an optional ``\r``).
 
     ``decode_lines`` reads a stream of values, not lines: a line holding two glued objects and a blank line
     elsewhere give as many values as lines, and an object may span lines. When every line starts with ``{``
     and ends with ``}`` neither can happen (a string cannot hold a raw newline, and after a ``}`` that leaves
     a value open JSON allows only ``,``, ``]`` or ``}``, never ``{``), so value ``k`` is line ``k`` exactly
-    when the counts agree. Byte counts in C: a small fraction of the decode itself.
+    when the counts agree. The bytes beside every newline are gathered in C: a small fraction of the decode.
     """
-    if buf[pos] != 0x7B or buf.count(b"\n{", pos, stop) != count - 1:
+    if buf[pos] != 0x7B:
         return False
-    closed = buf.count(b"}\n", pos, stop) + buf.count(b"}\r\n", pos, stop)
-    if count == newlines:  # the chunk ends with a newline
-        return closed == newlines
-    return closed == newlines and (buf[stop - 1] == 0x7D or buf[stop - 2 : stop] == b"}\r")
+    ends_with_newline = count == len(newlines)
+    following = newlines[:-1] if ends_with_newline else newlines
+    firsts = _bytes_at(buf, list(map(add, following, repeat(1))))
+    if firsts.count(0x7B) != len(firsts):
+        return False
+    line_ends = list(map(sub, newlines, repeat(1)))
+    if not ends_with_newline:
+        line_ends.append(stop - 1)
+    lasts = _bytes_at(buf, line_ends)
+    if lasts.count(0x7D) == len(lasts):
+        return True
+    before = _bytes_at(buf, [max(pos, e - 1) for e in line_ends])  # CRLF endings: "}" before the "\r"
+    return all(a == 0x7D or (a == 0x0D and b == 0x7D) for a, b in zip(lasts, before, strict=True))
 
 
 def _fast_chunk(
     buf: bytes, pos: int, stop: int, base: int, newlines: list[int], count: int, line_no: int, out: ScanResult
 ) -> bool:
     """Validate and index a whole chunk in C; ``False`` when anything needs the line-by-line path."""
-    if not _one_object_per_line(buf, pos, stop, len(newlines), count):
+    if not _one_object_per_line(buf, pos, stop, newlines, count):
         return False
     try:
         envs = _CHUNK_DECODER.decode_lines(memoryview(buf)[pos:stop])
