@@ -219,7 +219,7 @@ def test_script_starts_restarts_and_destroys_a_cluster(monkeypatch: pytest.Monke
 
 
 def test_binaries_come_from_the_newest_distribution_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "postgresql"
     for version in ("9.6", "15", "16", "17-beta"):
@@ -234,6 +234,9 @@ def test_binaries_come_from_the_newest_distribution_version(
     monkeypatch.setattr(pg_server, "DISTRIBUTION_ROOT", tmp_path / "none")
     with pytest.raises(PostgresUnavailable, match="initdb, pg_ctl and postgres"):
         pg_server.find_bin_dir()
+    # `.ci/run` installs PostgreSQL when `which` fails.
+    assert pg_server.main(["which"]) == 1
+    assert "PostgreSQL binaries not found" in capsys.readouterr().err
 
 
 def test_environment_server_urls_and_control(monkeypatch: pytest.MonkeyPatch) -> None:
