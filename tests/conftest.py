@@ -1,12 +1,28 @@
-"""Shared test fixtures: where pi's conformance data lives, and copying inputs before opening them."""
+"""Shared test fixtures: pi's conformance data, copying inputs before opening them, a PostgreSQL server.
+
+Fixtures only; the PostgreSQL cluster itself is started and stopped by ``tests/pg_server.py``.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+
+from tests.pg_server import (
+    CTL_ENV,
+    URL_ENV,
+    PostgresServer,
+    PostgresTarget,
+    PostgresUnavailable,
+    from_environment,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +82,68 @@ def copy_input(tmp_path: Path):  # type: ignore[no-untyped-def]
         return target
 
     return _copy
+
+
+def require_postgres(reason: str) -> NoReturn:
+    """Skip with ``reason`` (fail when ``SESSIONTREE_REQUIRE_POSTGRES=1``): no PostgreSQL server to test on."""
+    message = f"no PostgreSQL server for the tests: {reason}"
+    if os.environ.get("SESSIONTREE_REQUIRE_POSTGRES") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresTarget]:
+    """The run's PostgreSQL server: ``SESSIONTREE_TEST_POSTGRES_URL``'s, else a throwaway cluster started here.
+
+    A cluster started here is stopped when the test session ends, also after failures or Ctrl-C.
+    """
+    if importlib.util.find_spec("psycopg") is None:
+        require_postgres("psycopg is not installed (pip install -e '.[dev]')")
+    try:
+        external = from_environment()
+    except PostgresUnavailable as exc:
+        require_postgres(str(exc))
+    if external is not None:
+        if not external.accepts_connections():
+            require_postgres(f"cannot connect to {URL_ENV}={external.url}")
+        yield external
+        return
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresUnavailable as exc:
+        require_postgres(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+_database_numbers = itertools.count(1)
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresTarget) -> Iterator[str]:
+    """A ``postgresql://`` URL of a fresh, empty database, dropped after the test."""
+    name = f"sessiontree_test_{os.getpid()}_{next(_database_numbers)}"
+    url = postgres_cluster.create_database(name)
+    yield url
+    postgres_cluster.ensure_running()
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def postgres_server(
+    postgres_cluster: PostgresTarget,
+) -> Iterator[PostgresTarget]:
+    """The run's server for tests that ``restart()`` it or take it ``down()``; brought back up after the test."""
+    if not postgres_cluster.can_restart:
+        require_postgres(
+            f"the server at {URL_ENV} cannot be restarted: {CTL_ENV} (its control command) is not set"
+        )
+    yield postgres_cluster
+    postgres_cluster.ensure_running()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
