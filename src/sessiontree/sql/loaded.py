@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import SessionError
 from ..storage.base import IndexedStore
 from .database import Conn
+from .text import unkey
 
 __all__ = ["LoadedSession", "strip_cr"]
 
@@ -35,7 +36,12 @@ class LoadedSession(IndexedStore):
             "SELECT id, parent_id, type, timestamp FROM st_entries WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
-        self._install([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
+        self._install(
+            [str(unkey(r[0])) for r in rows],
+            [unkey(r[1]) for r in rows],
+            [str(unkey(r[2])) for r in rows],
+            [unkey(r[3]) for r in rows],
+        )
 
     def _where(self) -> str:
         return f"{self._conn.display}#{self._session_id}"

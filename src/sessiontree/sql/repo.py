@@ -24,6 +24,7 @@ from ..textsearch import SearchHit, query_terms, snippet
 from .database import Database
 from .schema import SCHEMA_VERSION, applied_version, migrate
 from .session import SqlSession
+from .text import display, unkey
 
 if TYPE_CHECKING:
     from ..manager import SessionManager
@@ -130,7 +131,7 @@ class SqlRepo(Repo):
         params: tuple[Any, ...] = ()
         if cwd is not None:
             sql += " WHERE cwd = ?"
-            params = (resolve_cwd(cwd),)
+            params = (display(resolve_cwd(cwd)),)
         infos = [self._info(row) for row in self._conn.query(sql, params)]
         infos.sort(key=lambda i: i.modified, reverse=True)
         return infos
@@ -204,7 +205,7 @@ class SqlRepo(Repo):
             return []
         where, params = "", []
         if cwd is not None:
-            where, params = " AND s.cwd = ?", [resolve_cwd(cwd)]
+            where, params = " AND s.cwd = ?", [display(resolve_cwd(cwd))]
         if self.db.dialect == "sqlite":
             match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
             rows = self._conn.query(
@@ -221,7 +222,7 @@ class SqlRepo(Repo):
                 (" ".join(terms), *params, limit),
             )
         return [
-            SearchHit(str(sid), str(eid), snippet(body, terms), name, f"{self.display}#{sid}")
+            SearchHit(str(sid), str(unkey(eid)), snippet(body, terms), name, f"{self.display}#{sid}")
             for sid, eid, body, name in rows
         ]
 

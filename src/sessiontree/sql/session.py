@@ -27,6 +27,7 @@ from ..tree import TreeNode
 from .database import Conn, Database
 from .lease import WriterLease
 from .loaded import LoadedSession, strip_cr
+from .text import display, key, unkey
 
 __all__ = ["SqlSession"]
 
@@ -106,7 +107,7 @@ class SqlSession(SessionIndex):
             (self.session_id,),
         )
         self._count = int(last[0]) if last else 0
-        self._last = (last[1], last[2], last[3]) if last else None
+        self._last = (str(unkey(last[1])), str(unkey(last[2])), unkey(last[3])) if last else None
         self._pointers.clear()
         self._entries.clear()
         self._absent.clear()
@@ -177,7 +178,7 @@ class SqlSession(SessionIndex):
             return None
         row = self.conn.query_one(
             "SELECT seq, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
-            (self.session_id, entry_id),
+            (self.session_id, key(entry_id)),
         )
         if row is None:
             if len(self._absent) >= _CACHE:
@@ -212,11 +213,13 @@ class SqlSession(SessionIndex):
         return [self._decode(int(seq), line) for seq, line in rows]
 
     def ids_starting_with(self, prefix: str) -> list[str]:
+        if key(prefix) != prefix:  # a prefix with a lone surrogate: compare the real ids
+            return [i for i in dict.fromkeys(self.envelopes()[0]) if i.startswith(prefix)]
         rows = self.conn.query(
             "SELECT id FROM st_entries WHERE session_id = ? AND substr(id, 1, ?) = ? ORDER BY seq",
             (self.session_id, len(prefix), prefix),
         )
-        return list(dict.fromkeys(r[0] for r in rows))
+        return list(dict.fromkeys(str(unkey(r[0])) for r in rows))
 
     def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
         """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first."""
@@ -257,7 +260,8 @@ class SqlSession(SessionIndex):
             assert row is not None
             return strip_cr(bytes(row[0]))
 
-        return PathView([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], load, raw)
+        ids = [str(unkey(r[1])) for r in rows]
+        return PathView(ids, [str(unkey(r[2])) for r in rows], [unkey(r[3]) for r in rows], load, raw)
 
     def path_view(self, leaf_id: str | None) -> PathView:
         if self._irregular:
@@ -311,7 +315,7 @@ class SqlSession(SessionIndex):
             return cached
         row = self.conn.query_one(
             f"SELECT {_POINTERS} FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
-            (self.session_id, entry_id),
+            (self.session_id, key(entry_id)),
         )
         if row is None:
             return None
@@ -329,7 +333,7 @@ class SqlSession(SessionIndex):
             return self._whole().children(entry_id)
         rows = self.conn.query(
             "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY seq",
-            (self.session_id, entry_id),
+            (self.session_id, key(entry_id)),
         )
         return [self._decode(int(seq), line) for seq, line in rows]
 
@@ -352,7 +356,7 @@ class SqlSession(SessionIndex):
         rows = self.conn.query(
             "SELECT id, parent_id, type FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
         )
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        return [str(unkey(r[0])) for r in rows], [unkey(r[1]) for r in rows], [str(unkey(r[2])) for r in rows]
 
     def raw_lines(self) -> Iterator[bytes]:
         for line in self.exact_lines():
@@ -449,9 +453,9 @@ class SqlSession(SessionIndex):
             (
                 self.session_id,
                 block,
-                created if isinstance(created, str) else None,
-                cwd if isinstance(cwd, str) else "",
-                parent if isinstance(parent, str) else None,
+                display(created) if isinstance(created, str) else None,
+                display(cwd) if isinstance(cwd, str) else "",
+                display(parent) if isinstance(parent, str) else None,
             ),
         )
         if changed != 1:
@@ -492,14 +496,14 @@ class SqlSession(SessionIndex):
             (
                 self.session_id,
                 seq,
-                entry_id,
-                parent_id,
-                kind,
-                stamp if isinstance(stamp, str) else None,
+                key(entry_id),
+                key(parent_id),
+                key(kind),
+                key(stamp) if isinstance(stamp, str) else None,
                 line,
                 parent[0] if parent else None,
                 *pointers[1:],
-                target if isinstance(target, str) else None,
+                key(target) if isinstance(target, str) else None,
             ),
         )
         info = self._info
@@ -510,9 +514,9 @@ class SqlSession(SessionIndex):
             "modified_ms = ?, irregular = ? WHERE id = ?",
             (
                 seq,
-                info.name,
+                display(info.name),
                 info.message_count,
-                info.first_message,
+                display(info.first_message),
                 int(info.last_activity) if info.last_activity is not None else None,
                 1 if self._irregular else 0,
                 self.session_id,
@@ -522,7 +526,7 @@ class SqlSession(SessionIndex):
         if text is not None:
             self.conn.execute(
                 "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)",
-                (text, self.session_id, entry_id),
+                (display(text), self.session_id, key(entry_id)),
             )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)

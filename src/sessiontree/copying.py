@@ -1,0 +1,150 @@
+"""Copying sessions between any two stores (``sessiontree copy``): the exact bytes where nothing is lost, and
+a refusal that says what would be lost otherwise (unless the caller accepts a lossy copy).
+
+A side of a copy is a session file or ``STORE_URL#SESSION_ID``; a bare store URL as the destination takes
+the source's session id. Reads through the store layer; writes only the destination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _json
+from .errors import SessionError, StorageError
+from .repository import Repo, file_lines, is_store_url, shared_repo
+from .storage import JsonlStore, Problem
+
+__all__ = ["LOSSY_KINDS", "CopyResult", "SessionSource", "copy_session", "read_source", "split_ref"]
+
+LOSSY_KINDS = frozenset(
+    {"bad_line", "torn_tail", "blank_lines", "extra_header", "missing_newline", "migrated"}
+)
+"""Problems that make a file's copy differ from its bytes (lines left out, a newline added, a migration)."""
+
+
+@dataclass
+class SessionSource:
+    """What a copy reads: the exact header block and entry lines, or (``exact=False``) what is readable."""
+
+    where: str
+    header_block: bytes
+    lines: Iterator[bytes]
+    count: int
+    exact: bool
+    problems: list[Problem] = field(default_factory=list)
+
+    def losses(self) -> list[str]:
+        """What a copy would not carry over, one line each (empty for an exact copy)."""
+        return [p.message for p in self.problems if p.kind in LOSSY_KINDS]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyResult:
+    """Where the copy went (``<store>#<id>`` or a file), how many entries, and whether it is byte-exact."""
+
+    destination: str
+    session_id: str
+    entries: int
+    exact: bool
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """``STORE_URL#SESSION_ID`` into its parts (no ``#``: the whole text and ``None``)."""
+    if "#" in ref and is_store_url(ref):
+        url, _, sid = ref.rpartition("#")
+        return url, sid or None
+    return ref, None
+
+
+def read_source(ref: str) -> SessionSource:
+    """The session a copy reads: a file path, or ``STORE_URL#SESSION_ID``."""
+    url, sid = split_ref(ref)
+    if is_store_url(url):
+        if sid is None:
+            raise SessionError(
+                f"{ref}: name the session to copy as {url}#SESSION_ID", kind="invalid_argument"
+            )
+        repo = shared_repo(url)
+        manager = repo.open(sid, read_only=True)
+        try:
+            problems = manager.problems
+            count = len(manager.index)
+            real_id = manager.get_session_id()
+        finally:
+            manager.close()
+        header, lines = repo.export(real_id)
+        return SessionSource(f"{url}#{real_id}", header, lines, count, True, problems)
+    return _file_source(Path(ref).expanduser())
+
+
+def _file_source(path: Path) -> SessionSource:
+    store = JsonlStore.open(path, read_only=True)
+    try:
+        problems = list(store.problems)
+        count = len(store)
+        if not any(p.kind in LOSSY_KINDS for p in problems):
+            header, lines = file_lines(store.path or path)
+            return SessionSource(str(path), header, lines, count, True, problems)
+        migrated = any(p.kind == "migrated" for p in problems)
+        header_bytes = _json.dumps_bytes(store.header) if migrated else _header_line(store.path or path)
+        rows = [_json.dumps_bytes(store.entry_at(i)) if migrated else store.raw_at(i) for i in range(count)]
+        return SessionSource(str(path), header_bytes, iter(rows), count, False, problems)
+    finally:
+        store.close()
+
+
+def _header_line(path: Path) -> bytes:
+    header, _ = file_lines(path)
+    return header
+
+
+def copy_session(
+    source: str,
+    destination: str,
+    *,
+    lossy: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> CopyResult:
+    """Copy one session; raises ``SessionError`` (kind ``lossy``) listing what would be lost unless ``lossy``."""
+    src = read_source(source)
+    losses = src.losses()
+    if losses and not lossy:
+        listed = "\n  ".join(losses[:20]) + (f"\n  … and {len(losses) - 20} more" if len(losses) > 20 else "")
+        raise SessionError(
+            f"{src.where} cannot be copied byte for byte; these would not be copied as they are:\n  {listed}\n"
+            "(copy with --lossy to take what can be read)",
+            kind="lossy",
+        )
+    lines = _counting(src.lines, src.count, on_progress)
+    url, sid = split_ref(destination)
+    if is_store_url(url):
+        repo: Repo = shared_repo(url)
+        header = _json.loads(src.header_block.lstrip(b"\xef\xbb\xbf").split(b"\n")[-1])
+        if sid is not None and sid != header.get("id"):
+            raise SessionError(
+                f"{destination}: the copy keeps the source's session id {header.get('id')}; name it as "
+                f"{url}#{header.get('id')} or give just the store URL",
+                kind="invalid_argument",
+            )
+        new_id = repo.import_session(src.header_block, lines, problems=src.problems if not src.exact else ())
+        return CopyResult(f"{url}#{new_id}", new_id, src.count, src.exact)
+    target = Path(url).expanduser()
+    if target.exists():
+        raise StorageError(f"{target}: already exists (sessiontree never overwrites a session file)")
+    from .storage import _fileio
+
+    blob = b"".join([src.header_block, b"\n", *(line + b"\n" for line in lines)])
+    _fileio.atomic_replace(target, blob, exclusive=True)
+    header = _json.loads(src.header_block.lstrip(b"\xef\xbb\xbf").split(b"\n")[-1])
+    return CopyResult(str(target), str(header.get("id")), src.count, src.exact)
+
+
+def _counting(
+    lines: Iterator[bytes], total: int, on_progress: Callable[[int, int], None] | None
+) -> Iterator[bytes]:
+    for n, line in enumerate(lines, start=1):
+        yield line
+        if on_progress is not None and (n % 500 == 0 or n == total):
+            on_progress(n, total)
