@@ -133,6 +133,12 @@ def postgres_url(postgres_cluster: PostgresTarget) -> Iterator[str]:
     postgres_cluster.drop_database(name)
 
 
+@pytest.fixture(scope="session")
+def shared_postgres_store(postgres_cluster: PostgresTarget) -> str:
+    """One database for the whole run, for tests whose sessions cannot collide (fresh UUIDv7 ids)."""
+    return postgres_cluster.create_database(f"sessiontree_shared_{os.getpid()}")
+
+
 @pytest.fixture
 def postgres_server(
     postgres_cluster: PostgresTarget,

@@ -1,4 +1,4 @@
-"""Labels (pi's session-manager/labels.test.ts), on the in-memory manager and on real files.
+"""Labels (pi's session-manager/labels.test.ts), in memory, on real files, in SQLite and in PostgreSQL.
 
 Also: labels and their timestamps on ``get_tree()`` nodes after a reopen, clearing rules, and
 ``create_branched_session`` keeping the chain where pi orphans the entry after a dropped label (SPEC A3).
@@ -14,7 +14,7 @@ import pytest
 
 from sessiontree import SessionManager, SessionNotFoundError
 from sessiontree.tree import TreeNode
-from tests.builders import Factory, assistant, manager_factory, reopened, user
+from tests.builders import MANAGER_KINDS, Factory, assistant, manager_factory, reopened, user
 
 
 def ticking_clock(start_ms: int = 1_764_770_400_000) -> Callable[[], int]:
@@ -23,9 +23,10 @@ def ticking_clock(start_ms: int = 1_764_770_400_000) -> Callable[[], int]:
     return lambda: start_ms + 1000 * next(ticks)
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=MANAGER_KINDS)
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    with manager_factory(request.param, tmp_path, clock=ticking_clock) as factory:
+    store = request.getfixturevalue("shared_postgres_store") if request.param == "postgres" else None
+    with manager_factory(request.param, tmp_path, clock=ticking_clock, store=store) as factory:
         yield factory
 
 

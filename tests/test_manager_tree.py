@@ -1,7 +1,7 @@
 """Tree traversal and branching (pi's session-manager/tree-traversal.test.ts and save-entry.test.ts).
 
-pi runs these on ``inMemory()``; every test here runs on the in-memory manager and on a real file in
-``tmp_path``, and the file variants also check that a reopened file gives the same answer.
+pi runs these on ``inMemory()``; every test here runs in memory, on a real file in ``tmp_path``, in SQLite and in
+PostgreSQL, and the stored variants also check that a reopened session gives the same answer.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ import pytest
 from sessiontree import SessionManager, SessionNotFoundError
 from sessiontree._json import loads
 from sessiontree.tree import TreeNode
-from tests.builders import Factory, assistant, manager_factory, reopened, user
+from tests.builders import MANAGER_KINDS, Factory, assistant, manager_factory, reopened, user
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=MANAGER_KINDS)
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    with manager_factory(request.param, tmp_path) as factory:
+    store = request.getfixturevalue("shared_postgres_store") if request.param == "postgres" else None
+    with manager_factory(request.param, tmp_path, store=store) as factory:
         yield factory
 
 

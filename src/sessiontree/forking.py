@@ -22,9 +22,10 @@ __all__ = ["ForkResult", "clone_session", "fork_lines", "fork_session"]
 
 @dataclass(frozen=True, slots=True)
 class ForkResult:
-    """The new session file, its leaf, and (for a fork) the text of the message it was forked before."""
+    """The new session (a file, or ``<store>#<id>`` in a database store), its leaf, and (for a fork) the text
+    of the message it was forked before."""
 
-    path: Path
+    path: Path | str
     leaf_id: str
     entries: int
     text: str | None = None
@@ -51,6 +52,15 @@ def _write(
     header, lines, name = branched_session_content(manager, leaf_id, session_id=session_id)
     source = manager.get_session_file()
     target_dir = directory or (Path(source).parent if source else None)
+    if target_dir is None and manager.spawner is not None:  # a database store: the copy goes beside it
+        from .index import LocalIndex, SessionIndex
+
+        spawned = manager.spawner(header, lines)
+        index = spawned if isinstance(spawned, SessionIndex) else LocalIndex(spawned)
+        try:
+            return ForkResult(index.location or "", str(index.last_leaf()), len(index))
+        finally:
+            index.close()
     if target_dir is None:
         raise SessionError("an in-memory session has no directory to fork into", kind="invalid_argument")
     ensure_private_dir(target_dir)

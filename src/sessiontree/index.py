@@ -140,6 +140,10 @@ class SessionIndex(ABC):
         """Every entry in append order."""
 
     @abstractmethod
+    def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
+        """Ids, parent ids and types of every entry, in append order."""
+
+    @abstractmethod
     def raw_lines(self) -> Iterator[bytes]:
         """Every entry's line (without its newline and a trailing ``\r``), in append order."""
 
@@ -251,6 +255,10 @@ class LocalIndex(SessionIndex):
 
     def entries(self) -> list[Entry]:
         return self.store.entries()
+
+    def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
+        ids, parents = self.store.envelope_lists()
+        return list(ids), list(parents), self.store.types_at(range(len(ids)))
 
     def raw_lines(self) -> Iterator[bytes]:
         store = self.store

@@ -135,8 +135,7 @@ def session_stats(manager: SessionManager) -> SessionStats:
     the context at the leaf (messages, and tokens estimated as compaction estimates them)."""
     from .llm.tokens import estimate_context_tokens
 
-    store = manager.store
-    ids, parents = store.envelope_lists()
+    ids, parents, types = manager.index.envelopes()
     unique = set(ids)
     children: Counter[str] = Counter()
     for entry_id, parent in dict(zip(ids, parents, strict=True)).items():  # last copy of an id wins
@@ -149,7 +148,7 @@ def session_stats(manager: SessionManager) -> SessionStats:
         session_id=manager.get_session_id(),
         name=manager.get_session_name(),
         entries=len(ids),
-        by_type=dict(Counter(store.types_at(range(len(ids))))),
+        by_type=dict(Counter(types)),
         leaves=len(unique) - len(children),
         branch_points=sum(1 for n in children.values() if n > 1),
         labels=len(manager.get_labels()),

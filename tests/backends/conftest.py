@@ -50,7 +50,7 @@ class Backend:
 
     def reopen(self, manager: SessionManager, *, read_only: bool = True) -> SessionManager:
         """The same session read back from the store."""
-        if self.kind == "memory":  # the store is the process: the same session object comes back
+        if self.kind == "memory" or not manager.index.is_persisted:  # nothing to read back from a store
             return manager
         sid = manager.get_session_id()
         manager.close()

@@ -1,8 +1,10 @@
 """Compaction and branch summaries applied to real sessions (``SessionManager``), with a scripted model:
-pi's manual-compaction and tree-navigation behaviours, plus sessiontree's retainedTail and fromId."""
+pi's manual-compaction and tree-navigation behaviours, plus sessiontree's retainedTail and fromId. The
+compaction tests run on every back end: in memory, JSONL files, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from sessiontree.compaction import (
 )
 from sessiontree.context import build_session_context, session_entry_to_context_messages
 from sessiontree.llm.types import AbortSignal
+from tests.builders import MANAGER_KINDS, Factory, manager_factory, reopened
 from tests.compaction.support import (
     REALISTIC_GOAL,
     ScriptedSummarizer,
@@ -55,10 +58,15 @@ def texts(messages: list[dict[str, Any]]) -> list[str]:
 
 
 # --- compaction on a session --------------------------------------------------------------------------------
+@pytest.fixture(params=MANAGER_KINDS)
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
+    store = request.getfixturevalue("shared_postgres_store") if request.param == "postgres" else None
+    with manager_factory(request.param, tmp_path, store=store) as factory:
+        yield factory
 
 
-def test_compaction_entry_carries_first_kept_and_retained_tail(tmp_path: Path) -> None:
-    manager = SessionManager.create(str(tmp_path), tmp_path)
+def test_compaction_entry_carries_first_kept_and_retained_tail(make: Factory) -> None:
+    manager = make()
     fill(manager, 4)
     model = ScriptedSummarizer({"history": ["SUMMARY"]})
     entry = run(compact_session, manager, model, settings=SMALL)
@@ -82,26 +90,24 @@ def test_compaction_entry_carries_first_kept_and_retained_tail(tmp_path: Path) -
     assert texts(manager.build_session_context().messages) == ["<summary>", "t3", "t3"]
 
 
-def test_reopened_compaction_reads_the_same_through_retained_tail_or_first_kept(tmp_path: Path) -> None:
-    manager = SessionManager.create(str(tmp_path), tmp_path)
+def test_reopened_compaction_reads_the_same_through_retained_tail_or_first_kept(make: Factory) -> None:
+    manager = make()
     fill(manager, 4)
     entry = run(compact_session, manager, ScriptedSummarizer(["S"]), settings=SMALL)
     fill(manager, 1, tag="new")
-    path = manager.get_session_file()
-    manager.close()
-    reopened = SessionManager.open(path, read_only=True)
-    context = reopened.build_session_context()
+    again = reopened(manager)
+    context = again.build_session_context()
     assert texts(context.messages) == ["<summary>", "t3", "t3", "new0", "new0"]
     # pi ignores retainedTail: the same file without it gives the same context through firstKeptEntryId.
-    entries = [dict(e) for e in reopened.get_entries()]
+    entries = [dict(e) for e in again.get_entries()]
     for e in entries:
         if e["id"] == entry["id"]:
             del e["retainedTail"]
     assert build_session_context(entries).messages == context.messages
 
 
-def test_already_compacted_and_nothing_to_compact(tmp_path: Path) -> None:
-    manager = SessionManager.in_memory(str(tmp_path))
+def test_already_compacted_and_nothing_to_compact(make: Factory) -> None:
+    manager = make()
     with pytest.raises(CompactionError) as error:
         run(compact_session, manager, ScriptedSummarizer())
     assert error.value.kind == "nothing_to_compact"
@@ -117,8 +123,8 @@ def test_already_compacted_and_nothing_to_compact(tmp_path: Path) -> None:
     assert error.value.kind == "already_compacted" and len(manager.get_entries()) == count
 
 
-def test_repeated_compactions_update_the_summary_and_accumulate_files() -> None:
-    manager = SessionManager.in_memory()
+def test_repeated_compactions_update_the_summary_and_accumulate_files(make: Factory) -> None:
+    manager = make()
     model = ScriptedSummarizer({"history": ["first", "second", "third"]})
     for round_ in range(3):
         manager.append_message(user_msg(f"r{round_} edit " + "e" * 300))
@@ -142,8 +148,8 @@ def test_repeated_compactions_update_the_summary_and_accumulate_files() -> None:
     assert texts(manager.build_session_context().messages)[0] == "<summary>"
 
 
-def test_compaction_at_another_leaf_and_failures_leave_the_session_untouched() -> None:
-    manager = SessionManager.in_memory()
+def test_compaction_at_another_leaf_and_failures_leave_the_session_untouched(make: Factory) -> None:
+    manager = make()
     ids = fill(manager, 4)
     fill(manager, 1, tag="later")
     failing = ScriptedSummarizer([{"stopReason": "error", "errorMessage": "rate limited"}])
@@ -162,8 +168,8 @@ def test_compaction_at_another_leaf_and_failures_leave_the_session_untouched() -
     assert error.value.kind == "aborted"
 
 
-def test_offline_summarizer_is_the_default() -> None:
-    manager = SessionManager.in_memory()
+def test_offline_summarizer_is_the_default(make: Factory) -> None:
+    manager = make()
     for message in realistic_messages():
         manager.append_message(message)
     fill(manager, 2)
@@ -171,8 +177,8 @@ def test_offline_summarizer_is_the_default() -> None:
     assert REALISTIC_GOAL in entry["summary"] and "## Critical Context" in entry["summary"]
 
 
-def test_compact_if_needed_follows_the_threshold() -> None:
-    manager = SessionManager.in_memory()
+def test_compact_if_needed_follows_the_threshold(make: Factory) -> None:
+    manager = make()
     fill(manager, 4)
     assert (
         run(compact_if_needed, manager, ScriptedSummarizer(), context_window=200000, settings=SMALL) is None

@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,14 +86,30 @@ def _flatten(manager: SessionManager) -> list[tuple[str, int]]:
     return out
 
 
+@pytest.fixture(params=["file", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: Any) -> str | None:
+    """Where the sessions live: files (``None``), a SQLite database, the run's PostgreSQL database."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("shared_postgres_store"))
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('prop-db')}/sessions.db"
+    return None
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_random_operations_match_reference(ops: list[tuple[str, Any]], tmp_path_factory: Any) -> None:
+def test_random_operations_match_reference(
+    ops: list[tuple[str, Any]], tmp_path_factory: Any, store: str | None
+) -> None:
     tmp: Path = tmp_path_factory.mktemp("prop")
     ticks = itertools.count(1_700_000_000_000, 1000)
     counter = itertools.count()
     options = {"clock": lambda: next(ticks), "id_factory": lambda existing: f"e{next(counter):05d}"}
-    manager = SessionManager.create("/proj", tmp, **options)
+    manager = (
+        SessionManager.create("/proj", tmp, **options)
+        if store is None
+        else SessionManager.create("/proj", store=store, **options)
+    )
     ref = Reference()
     for kind, arg in ops:
         ids = [e["id"] for e in ref.entries]
@@ -134,19 +151,30 @@ def test_random_operations_match_reference(ops: list[tuple[str, Any]], tmp_path_
             manager.create_branched_session(pick)
             ref = _forked(ref, pick, manager)
         elif kind == "reopen":
-            path_str = manager.get_session_file()
-            assert path_str is not None
-            manager.close()
-            manager = SessionManager.open(path_str, **options)
+            manager = _reopen(manager, store, **options)
             ref.leaf = ref.entries[-1]["id"] if ref.entries else None
         _compare(manager, ref)
-    final_file = manager.get_session_file()
-    manager.close()
-    if final_file is not None and ref.entries:
-        reopened = SessionManager.open(final_file, read_only=True)
+    if ref.entries:
+        reopened = _reopen(manager, store, read_only=True)
         ref.leaf = ref.entries[-1]["id"]
         _compare(reopened, ref)
         reopened.close()
+    else:
+        manager.close()
+
+
+def _reopen(manager: SessionManager, store: str | None, **options: Any) -> SessionManager:
+    if store is not None:
+        sid = manager.get_session_id()
+        written = manager.index.is_persisted
+        manager.close()
+        if not written:  # nothing was stored yet: like a file never written, a new session begins
+            return SessionManager.create("/proj", store=store, **options)
+        return SessionManager.open(sid, store=store, **options)
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    return SessionManager.open(path, **options)
 
 
 def _last(manager: SessionManager, entry_id: str) -> dict[str, Any]:

@@ -81,7 +81,66 @@ class Group(_QuietHelp, TyperGroup):
                 holder, cmd_name, getattr(importlib.import_module(f"{__package__}.{module}"), function)
             )
             found = self.commands[cmd_name] = typer.main.get_command(holder)
+            _add_store_option(found)
         return found
+
+
+STORE_ENV = "SESSIONTREE_STORE"
+_STORE_KEY = "sessiontree.store"
+
+
+def _remember_store(ctx: Any, param: Any, value: str | None) -> None:
+    if value:
+        ctx.meta[_STORE_KEY] = value
+
+
+def _add_store_option(command: Any) -> None:
+    """Give a command ``--store URL`` (and ``$SESSIONTREE_STORE``): FILE is then a session id in that store."""
+    import click
+
+    if any("--store" in getattr(p, "opts", ()) for p in command.params):
+        return
+    command.params.append(
+        click.Option(
+            ["--store"],
+            metavar="URL",
+            envvar=STORE_ENV,
+            expose_value=False,
+            is_eager=True,
+            callback=_remember_store,
+            help="A session store: a directory or jsonl:DIR (pi's files), sqlite:///PATH, postgresql://... "
+            f"(default ${STORE_ENV}, else pi's session directory). FILE is then a session id in it.",
+        )
+    )
+
+
+def current_store() -> str | None:
+    """The store URL this command line chose (``--store`` or ``$SESSIONTREE_STORE``), or ``None``."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    chosen = ctx.meta.get(_STORE_KEY) if ctx is not None else None
+    return chosen or os.environ.get(STORE_ENV) or None
+
+
+class StoreTarget(str):
+    """A session in a database store, shown as ``<store>#<id>`` where a command would show a file path."""
+
+    url: str
+    session_id: str
+
+    def __new__(cls, url: str, session_id: str, shown: str) -> StoreTarget:
+        target = super().__new__(cls, shown)
+        target.url, target.session_id = url, session_id
+        return target
+
+    @property
+    def stem(self) -> str:
+        return self.session_id
+
+    @property
+    def name(self) -> str:
+        return self.session_id
 
 
 def lazy_group(commands: dict[str, tuple[str, str]]) -> type[Group]:
@@ -198,13 +257,18 @@ def terminal_width() -> int:
 
 
 # -- sessions and entries ----------------------------------------------------------------------------------
-def session_path(ref: str) -> Path:
-    """The file ``ref`` names: a path, else a session id, unique id prefix or name (this project first)."""
+def session_path(ref: str) -> Any:
+    """The session ``ref`` names: with ``--store``, an id (or unique prefix) in that store (a file path for
+    file stores, a ``StoreTarget`` for database stores); else a path, or a session id, unique id prefix or
+    name in pi's session directory (this project first)."""
     from ..catalogue import list_sessions, session_dirs
     from ..lookup import resolve_session_file, select_session
     from ..repo import get_sessions_root
     from .progress import listing_progress
 
+    store = current_store()
+    if store is not None:
+        return _in_store(store, ref)
     with handled():
         path = resolve_session_file(ref)
         if path is not None:
@@ -219,6 +283,28 @@ def session_path(ref: str) -> Path:
                 )
             )
             return select_session(ref, groups, [*here, get_sessions_root()])
+
+
+def _in_store(store: str, ref: str) -> Path | StoreTarget:
+    from ..repository import JsonlRepo, shared_repo
+
+    with handled():
+        repo = shared_repo(store)
+        if isinstance(repo, JsonlRepo):
+            candidate = Path(ref).expanduser()
+            return candidate if candidate.suffix == ".jsonl" and candidate.exists() else repo.path_of(ref)
+        sid = repo.resolve(ref)
+    display = getattr(repo, "display", repo.url)
+    return StoreTarget(store, sid, f"{display}#{sid}")
+
+
+def open_session(target: Path | StoreTarget, *, read_only: bool, **options: Any) -> SessionManager:
+    """Open what ``session_path`` found (a file, or a session in a database store)."""
+    from ..manager import SessionManager
+
+    if isinstance(target, StoreTarget):
+        return SessionManager.open(target.session_id, store=target.url, read_only=read_only, **options)
+    return SessionManager.open(target, read_only=read_only, **options)
 
 
 def report_problems(manager: SessionManager, file: Path, *, skip: frozenset[str] = frozenset()) -> None:
@@ -236,11 +322,9 @@ def report_problems(manager: SessionManager, file: Path, *, skip: frozenset[str]
 
 def open_read(ref: str) -> tuple[SessionManager, Path]:
     """Open the session ``ref`` names read-only (nothing is locked or written), warning about damage."""
-    from ..manager import SessionManager
-
     path = session_path(ref)
     with handled():
-        manager = SessionManager.open(path, read_only=True)
+        manager = open_session(path, read_only=True)
         report_problems(manager, path)
     return manager, path
 
@@ -248,10 +332,8 @@ def open_read(ref: str) -> tuple[SessionManager, Path]:
 def open_write(path: Path, **options: Any) -> SessionManager:
     """Open ``path`` to write, after the caller validated everything on a read-only open; says when the file
     was migrated and where the original is."""
-    from ..manager import SessionManager
-
     with handled():
-        manager = SessionManager.open(path, **options)
+        manager = open_session(path, read_only=False, **options)
     for problem in manager.problems:
         if problem.kind in ("migrated", "symlink"):
             note(problem.message)

@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..index import LocalIndex
 from ..safe_text import cell_width, cut_to_width, one_line, safe_text
 from ..views import TreeRow, connector_prefix, decode_for_preview, entry_preview, entry_role, tree_rows
 from ._common import Styler
 
 if TYPE_CHECKING:
     from ..manager import SessionManager
+    from ..storage import EntryStore
 
 __all__ = ["TreeOptions", "tree_json", "tree_lines"]
 
@@ -69,6 +71,12 @@ def _rows(manager: SessionManager, options: TreeOptions) -> list[TreeRow]:
     return rows
 
 
+def _local_store(manager: SessionManager) -> EntryStore | None:
+    """The manager's in-memory-indexed store (files, memory), whose raw lines are read by position."""
+    index = manager.index
+    return index.store if isinstance(index, LocalIndex) else None
+
+
 def _max_levels(width: int) -> int:
     return max(2, width // 9)  # branch lines take at most a third of the width
 
@@ -77,11 +85,12 @@ def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
     """The row's id and its entry decoded for the preview only (no full decode, nothing cached)."""
     node = row.node
     entry_id = getattr(node, "id", None)
+    store = _local_store(manager)
     position = getattr(node, "index", None)
-    if position is None and isinstance(entry_id, str):
-        position = manager.store.index_of(entry_id)
-    if isinstance(entry_id, str) and isinstance(position, int):
-        return entry_id, decode_for_preview(manager.store.raw_at(position))
+    if store is not None and position is None and isinstance(entry_id, str):
+        position = store.index_of(entry_id)
+    if store is not None and isinstance(entry_id, str) and isinstance(position, int):
+        return entry_id, decode_for_preview(store.raw_at(position))
     entry = row.entry
     raw_id = entry.get("id")
     return (raw_id if isinstance(raw_id, str) else repr(raw_id)), entry
@@ -141,16 +150,22 @@ def _path_lines(
     manager: SessionManager, ids: list[str], options: TreeOptions, style: Styler
 ) -> Iterator[str]:
     """``--active``: one line per entry of the path, built without tree rows (long paths print fast)."""
-    store = manager.store
+    store = _local_store(manager)
     labels = manager.get_labels()
     leaf = manager.get_leaf_id()
     width = options.width
     shown = ids if options.limit is None else ids[: options.limit]
-    positions = [store.index_of(i) for i in shown]
-    raws = store.raws_at([p for p in positions if p is not None])
-    lines = iter(raws)
-    for entry_id, position in zip(shown, positions, strict=True):
-        entry = decode_for_preview(next(lines)) if position is not None else {"id": entry_id}
+    if store is not None:  # raw lines by position: previews without decoding whole entries
+        positions = [store.index_of(i) for i in shown]
+        raws = iter(store.raws_at([p for p in positions if p is not None]))
+        entries = (
+            decode_for_preview(next(raws)) if p is not None else {"id": i}
+            for i, p in zip(shown, positions, strict=True)
+        )
+    else:
+        view = manager.get_path_view()
+        entries = (view[k] for k in range(len(shown)))
+    for entry_id, entry in zip(shown, entries, strict=True):
         shown_id = (
             entry_id
             if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum()
@@ -173,7 +188,7 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
     if options.active:
         ids = _path_ids(manager)
         yield from _path_lines(manager, ids, options, style)
-        yield from _summary(manager, f"{len(ids)} entries on the active path of {len(manager.store)}")
+        yield from _summary(manager, f"{len(ids)} entries on the active path of {len(manager.index)}")
         return
     rows = _rows(manager, options)
     leaf = manager.get_leaf_id()
@@ -191,7 +206,7 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
         else:
             yield _line(manager, row, leaf, active, options, style)
         consumed += folded or 1
-    yield from _summary(manager, f"{len(manager.store)} entries")
+    yield from _summary(manager, f"{len(manager.index)} entries")
 
 
 def _summary(manager: SessionManager, scope: str) -> Iterator[str]:

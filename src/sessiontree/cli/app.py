@@ -41,6 +41,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("compact_cmds", "compact_cmd"),
     "branch": ("compact_cmds", "branch_cmd"),
     "demo": ("demo_cmd", "demo_cmd"),
+    "copy": ("store_cmds", "copy_cmd"),
+    "search": ("store_cmds", "search_cmd"),
+    "db": ("store_cmds", "db_cmd"),
 }
 
 

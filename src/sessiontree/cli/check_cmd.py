@@ -17,12 +17,14 @@ from ._common import (
     EXIT_FAILED,
     EXIT_USAGE,
     SessionArg,
+    StoreTarget,
     Styler,
     emit_json,
     fail,
     flag,
     handled,
     json_flag,
+    open_session,
     say,
     session_path,
 )
@@ -49,13 +51,23 @@ def check_cmd(
     path = session_path(file)
     report: Any = None
     with handled():
-        if repair:
-            report = repair_session_file(
-                path,
-                new_header_factory=lambda: session_header(uuid7(), iso_from_ms(now_ms()), os.getcwd()),
-                force=force,
-            )
-        problems = check_session_file(path)
+        if isinstance(path, StoreTarget):  # a database session: what the store reports on reading it
+            if repair:
+                fail(
+                    "--repair mends session files; a database store holds no torn or damaged lines",
+                    EXIT_USAGE,
+                )
+            manager = open_session(path, read_only=True)
+            problems = manager.problems
+            manager.close()
+        else:
+            if repair:
+                report = repair_session_file(
+                    path,
+                    new_header_factory=lambda: session_header(uuid7(), iso_from_ms(now_ms()), os.getcwd()),
+                    force=force,
+                )
+            problems = check_session_file(path)
     damaged = any(not p.is_note for p in problems)
     if as_json:
         emit_json(

@@ -18,6 +18,7 @@ from ._common import (
     EXIT_FAILED,
     SessionArg,
     Styler,
+    current_store,
     emit_json,
     entry_id,
     fail,
@@ -55,10 +56,21 @@ def list_cmd(
     from ..catalogue import list_sessions, session_dirs
     from .progress import listing_progress
 
-    with handled(), listing_progress() as progress:
-        dirs = session_dirs(str(cwd) if cwd is not None else None, session_dir, all_projects=all_)
-        listing = list_sessions(dirs, on_progress=progress, use_cache=not no_cache)
-    infos = listing.infos
+    store = current_store()
+    if store is not None and session_dir is None:
+        from ..repository import shared_repo
+
+        with handled():
+            repo = shared_repo(store)
+            infos = repo.list(None if all_ else str((cwd or Path.cwd()).resolve()))
+        dirs: list[Path] = []
+        where_store = getattr(repo, "display", repo.url)
+    else:
+        with handled(), listing_progress() as progress:
+            dirs = session_dirs(str(cwd) if cwd is not None else None, session_dir, all_projects=all_)
+            listing = list_sessions(dirs, on_progress=progress, use_cache=not no_cache)
+        infos = listing.infos
+        where_store = None
     if as_json:
         emit_json([i.to_dict() for i in infos])
         return
@@ -66,8 +78,8 @@ def list_cmd(
         say_lines([safe_text(str(i.path)) for i in infos])
         return
     if not infos:
-        where = ", ".join(safe_text(str(d)) for d in dirs) or "(no project directories)"
-        say(f"No sessions found in {where}.")
+        where = safe_text(where_store) if where_store else ", ".join(safe_text(str(d)) for d in dirs)
+        say(f"No sessions found in {where or '(no project directories)'}.")
         return
     style = Styler(sys.stdout)
     width = terminal_width()

@@ -1,4 +1,4 @@
-"""A progress bar for listings that have many session files to read (a first listing, a stale cache).
+"""A progress bar for long reads: listings with many session files (a first listing, a stale cache), copies.
 
 Draws on stderr and only on a terminal, so scripts and pipes see nothing; it never changes what is listed.
 """
@@ -17,14 +17,16 @@ MIN_FILES = 40
 
 
 @contextmanager
-def listing_progress(stream: Any = None) -> Iterator[Callable[[int, int], None]]:
-    """A ``(done, total)`` callback that shows a transient bar once ``total`` reaches ``MIN_FILES``."""
+def listing_progress(
+    stream: Any = None, *, label: str = "reading sessions", minimum: int = MIN_FILES
+) -> Iterator[Callable[[int, int], None]]:
+    """A ``(done, total)`` callback that shows a transient bar once ``total`` reaches ``minimum``."""
     target = stream if stream is not None else sys.stderr
     state: dict[str, Any] = {}
     interactive = bool(getattr(target, "isatty", None) and target.isatty())
 
     def update(done: int, total: int) -> None:
-        if not interactive or total < MIN_FILES:
+        if not interactive or total < minimum:
             return
         bar = state.get("bar")
         if bar is None:
@@ -32,7 +34,7 @@ def listing_progress(stream: Any = None) -> Iterator[Callable[[int, int], None]]
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             bar = Progress(
-                TextColumn("reading sessions"),
+                TextColumn(label),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),

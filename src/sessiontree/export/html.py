@@ -204,7 +204,7 @@ def export_html(manager: SessionManager, leaf_id: str | None = None) -> str:
         for part in (
             f"session {manager.get_session_id()}",
             f"cwd {manager.get_cwd()}",
-            f"{len(path)} entries on this branch of {len(manager.store)}",
+            f"{len(path)} entries on this branch of {len(manager.index)}",
         )
     )
     body = "".join(page.entry(e) for e in path)
