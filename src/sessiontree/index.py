@@ -84,6 +84,8 @@ class SessionIndex(ABC):
 
     path: Path | None
     read_only: bool
+    atomic: bool = False
+    """Whether ``transaction()`` is all-or-nothing (SQL stores); file and memory stores write as they go."""
 
     @property
     @abstractmethod

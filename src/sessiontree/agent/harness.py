@@ -109,6 +109,26 @@ class AgentHarness:
     ``sessiontree.llm.stream`` (tests, proxies).
     """
 
+    @classmethod
+    def open(
+        cls,
+        store: str,
+        model: Model,
+        *,
+        session_id: str | None = None,
+        cwd: str | None = None,
+        **options: Any,
+    ) -> AgentHarness:
+        """A harness on a session of the store a URL names (``sqlite:///…``, ``postgresql://…``, a directory):
+        the session ``session_id`` (or a unique prefix of it), else a new session for ``cwd``."""
+        import os
+
+        from ..repository import shared_repo
+
+        repo = shared_repo(store)
+        manager = repo.open(session_id) if session_id is not None else repo.create(cwd or os.getcwd())
+        return cls(manager, model, **options)
+
     def __init__(
         self,
         session: SessionManager,

@@ -2,7 +2,8 @@
 messages so parent links stay causal (the seeds' write buffer, pi's ``pendingSessionWrites``).
 
 Strictly FIFO; a write leaves the queue only after it succeeded, so a failure keeps the rest queued. A flush
-is one call through the session facade, inside ``SessionManager.transaction()``. It decides nothing about
+is one call through the session facade, inside ``SessionManager.transaction()``: one database transaction
+in the SQL stores, where a failure writes none of the flush and keeps all of it queued. It decides nothing about
 when to flush (the harness flushes at ``turn_end``, ``prepare_next_turn``, ``agent_end`` and on failure).
 """
 
@@ -75,13 +76,24 @@ class WriteBuffer:
         self._queue.clear()
 
     def apply_all(self, manager: SessionManager) -> int:
-        """Apply every queued write in order inside one ``transaction()``; returns how many were written."""
+        """Apply every queued write in order inside one ``transaction()``; returns how many were written.
+
+        Where the store's transactions are atomic (SQL), the writes leave the queue together once the
+        transaction committed (a failure wrote none of them); elsewhere each leaves once it was written.
+        """
+        atomic = manager.index.atomic
         applied = 0
         with manager.transaction():
-            while self._queue:
+            for write in list(self._queue) if atomic else ():
+                write.apply(manager)
+                applied += 1
+            while not atomic and self._queue:
                 self._queue[0].apply(manager)
                 self._queue.popleft()  # only once the write succeeded
                 applied += 1
+        if atomic:
+            for _ in range(applied):
+                self._queue.popleft()
         return applied
 
     async def flush(self, session: AsyncSession) -> int:

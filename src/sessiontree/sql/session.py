@@ -43,6 +43,8 @@ _POINTERS = "seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq"
 class SqlSession(SessionIndex):
     """A session row and its entry rows. Build with ``open`` or ``new`` (the repository does)."""
 
+    atomic = True
+
     def __init__(self, db: Database, session_id: str, *, read_only: bool) -> None:
         self.db = db
         self.conn: Conn = db.connect()
