@@ -105,3 +105,14 @@ def test_setup_commands_are_the_ones_ci_runs() -> None:
     assert "sessiontree demo examples/coding-session.jsonl" in commands[0]
     assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert (ROOT / "examples" / "coding-session.jsonl").is_file()
+
+
+def test_storage_example_runs_on_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (block,) = [b for b in _python_blocks() if "open_repo(" in b]
+    monkeypatch.chdir(tmp_path)  # the example's database goes to the working directory
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert (tmp_path / "sessions.db").exists()
+    hits = namespace["hits"]
+    assert [h.entry_id for h in hits] == [namespace["sm"].get_leaf_id()]  # type: ignore[attr-defined]
+    assert namespace["same"].get_session_id() == namespace["sm"].get_session_id()  # type: ignore[attr-defined]
