@@ -450,8 +450,22 @@ _SHARED_LOCK = threading.Lock()
 
 def shared_repo(url: str) -> Repo:
     """One repository per store URL in this process (database pools and ``memory:`` sessions are shared)."""
+    key = _normalized(url)
     with _SHARED_LOCK:
-        repo = _SHARED.get(url)
+        repo = _SHARED.get(key)
         if repo is None:
-            repo = _SHARED[url] = open_repo(url)
+            repo = _SHARED[key] = open_repo(url)
         return repo
+
+
+def _normalized(url: str) -> str:
+    """The URL with relative file paths made absolute, so one store is one key whatever the working dir."""
+    lower = url.lower()
+    if lower.startswith("sqlite:"):
+        from .sql.database import parse_sql_url
+
+        return "sqlite://" + parse_sql_url(url).target
+    if lower.startswith(("postgresql:", "postgres:", "memory:")):
+        return url
+    rest = url[len("jsonl:") :] if lower.startswith("jsonl:") else url
+    return "jsonl:" + str(Path(rest or get_sessions_root()).expanduser().resolve())

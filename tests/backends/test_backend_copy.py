@@ -138,7 +138,7 @@ def test_search_from_the_command_line(tmp_path: Path) -> None:
             "sessionId": manager.get_session_id(),
             "entryId": entry,
             "snippet": "Where is the [red] button?",
-            "location": f"sqlite://{tmp_path}/search.db#{manager.get_session_id()}",
+            "location": f"sqlite:///{tmp_path}/search.db#{manager.get_session_id()}",
         }
     ]
     plain = CliRunner().invoke(app, ["search", "button", "--store", store])

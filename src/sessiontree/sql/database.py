@@ -36,22 +36,18 @@ class SqlUrl:
 
 
 def parse_sql_url(url: str) -> SqlUrl:
-    """``sqlite:///path.db`` (or ``sqlite:relative.db``) and ``postgresql://…`` / ``postgres://…``."""
+    """``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's convention: the path follows
+    the third slash), ``sqlite:path.db``; ``postgresql://…`` / ``postgres://…``."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme == "sqlite":
         raw = url[len("sqlite:") :]
-        if raw.startswith("///"):
-            path = raw[2:]  # sqlite:///abs/path -> /abs/path
-        elif raw.startswith("//"):
-            path = raw[2:]
-        else:
-            path = raw
+        path = raw[3:] if raw.startswith("///") else raw[2:] if raw.startswith("//") else raw
         path = unquote(path.split("?", 1)[0])
         if not path:
             raise SessionError(f"{url}: a SQLite store URL needs a file path", kind="invalid_argument")
         resolved = str(Path(path).expanduser().resolve())
-        return SqlUrl("sqlite", resolved, f"sqlite://{resolved}")
+        return SqlUrl("sqlite", resolved, f"sqlite:///{resolved}")
     if scheme in ("postgresql", "postgres"):
         netloc = parts.netloc
         if "@" in netloc:
