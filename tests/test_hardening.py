@@ -27,8 +27,9 @@ from sessiontree import (
     StorageError,
     _json,
 )
+from sessiontree.check import check_session_file
 from sessiontree.cli import app
-from sessiontree.storage import JsonlStore, _scan, check_session_file, repair_session_file
+from sessiontree.storage import JsonlStore, _scan, repair_session_file
 from sessiontree.views import tree_rows
 from tests.builders import assistant, user
 from tests.conftest import require_conformance

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from sessiontree import _json
+from sessiontree.check import check_session_file
 from sessiontree.errors import CorruptSessionError, SessionLockedError, StorageError
-from sessiontree.storage import JsonlStore, check_session_file, repair_session_file
+from sessiontree.storage import JsonlStore, repair_session_file
 from sessiontree.storage.lock import is_locked
 from sessiontree.tree import TreeIndex
 

@@ -23,7 +23,8 @@ from .errors import (
 )
 from .manager import SessionManager
 from .repo import SessionInfo
-from .repository import Repo, open_repo
+from .repository import Repo
+from .stores import open_repo
 
 __all__ = [
     "CURRENT_SESSION_VERSION",

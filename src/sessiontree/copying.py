@@ -13,8 +13,10 @@ from pathlib import Path
 
 from . import _json
 from .errors import SessionError, StorageError
-from .repository import Repo, file_lines, is_store_url, shared_repo
+from .repository import file_lines
 from .storage import JsonlStore, Problem
+from .store_urls import is_store_url
+from .stores import shared_repo
 
 __all__ = ["LOSSY_KINDS", "CopyResult", "SessionSource", "copy_session", "read_source", "split_ref"]
 
@@ -120,7 +122,7 @@ def copy_session(
     lines = _counting(src.lines, src.count, on_progress)
     url, sid = split_ref(destination)
     if is_store_url(url):
-        repo: Repo = shared_repo(url)
+        repo = shared_repo(url)
         header = _json.loads(src.header_block.lstrip(b"\xef\xbb\xbf").split(b"\n")[-1])
         if sid is not None and sid != header.get("id"):
             raise SessionError(

@@ -6,18 +6,86 @@ Reads the source (a read-only manager will do) and writes only the new file, nex
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from . import entries as E
 from .errors import SessionError, SessionNotFoundError
-from .storage import JsonlStore
+from .ids import assert_valid_session_id, iso_from_ms
+from .index import LocalIndex, PathView, SessionIndex
+from .repo import session_file_name
+from .storage import EntryStore, JsonlStore
 
-if TYPE_CHECKING:
-    from .index import SessionIndex
-    from .manager import SessionManager
+__all__ = ["BranchSource", "ForkResult", "branch_lines", "clone_session", "fork_lines", "fork_session"]
 
-__all__ = ["ForkResult", "clone_session", "fork_lines", "fork_session"]
+
+class BranchSource(Protocol):
+    """What branching reads from a session (a ``SessionManager`` has all of it)."""
+
+    clock: Callable[[], int]
+    id_factory: Callable[[Container[str]], str]
+    session_id_factory: Callable[[], str]
+    spawner: Callable[[dict[str, Any], Any], EntryStore | SessionIndex] | None
+
+    @property
+    def index(self) -> SessionIndex: ...
+
+    def get_path_view(self, leaf_id: str | None = None) -> PathView: ...
+
+    def get_labels(self) -> dict[str, str]: ...
+
+    def get_label_timestamp(self, entry_id: str) -> str | None: ...
+
+    def get_cwd(self) -> str: ...
+
+    def get_leaf_id(self) -> str | None: ...
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None: ...
+
+    def get_session_file(self) -> str | None: ...
+
+
+def branch_lines(
+    manager: BranchSource, leaf_id: str, *, session_id: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any] | bytes], str]:
+    """The header, lines and file name of a new session holding root→``leaf_id``, as pi's
+    ``createBranchedSession``: labels on the path re-created after it; where pi orphans the entry after a
+    dropped label, the chain is kept. Reads only, so a read-only manager will do."""
+    path = manager.get_path_view(leaf_id)
+    if not len(path):
+        raise SessionNotFoundError(f"Entry {leaf_id} not found")
+    lines: list[dict[str, Any] | bytes] = []
+    kept_ids: set[str] = set()
+    dropped: set[str] = set()
+    previous: str | None = None
+    parents = path.parents
+    for i, (entry_id, kind) in enumerate(zip(path.ids, path.types, strict=True)):
+        if kind == "label":
+            dropped.add(entry_id)
+            continue
+        if parents[i] in dropped:
+            lines.append({**path[i], "parentId": previous})
+        else:
+            lines.append(path.raw(i))
+        kept_ids.add(entry_id)
+        previous = entry_id
+    sid = session_id if session_id is not None else manager.session_id_factory()
+    assert_valid_session_id(sid)
+    ts = iso_from_ms(manager.clock())
+    header = E.session_header(sid, ts, manager.get_cwd(), manager.index.location)
+    used = set(kept_ids)
+    for target, label in manager.get_labels().items():
+        if target not in kept_ids:
+            continue
+        new_id = manager.id_factory(used)
+        used.add(new_id)
+        lines.append(
+            E.label_entry(new_id, previous, manager.get_label_timestamp(target) or ts, target, label)
+        )
+        previous = new_id
+    return header, lines, session_file_name(ts, sid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,18 +111,13 @@ def _message_text(content: object) -> str:
     )
 
 
-def _write(
-    manager: SessionManager, leaf_id: str, session_id: str | None, directory: Path | None
-) -> ForkResult:
-    from .manager_factories import branched_session_content
+def _write(manager: BranchSource, leaf_id: str, session_id: str | None, directory: Path | None) -> ForkResult:
     from .repo import ensure_private_dir
 
-    header, lines, name = branched_session_content(manager, leaf_id, session_id=session_id)
+    header, lines, name = branch_lines(manager, leaf_id, session_id=session_id)
     source = manager.get_session_file()
     target_dir = directory or (Path(source).parent if source else None)
     if target_dir is None and manager.spawner is not None:  # a database store: the copy goes beside it
-        from .index import LocalIndex, SessionIndex
-
         spawned = manager.spawner(header, lines)
         index = spawned if isinstance(spawned, SessionIndex) else LocalIndex(spawned)
         try:
@@ -73,7 +136,7 @@ def _write(
 
 
 def fork_session(
-    manager: SessionManager,
+    manager: BranchSource,
     entry_id: str,
     *,
     session_id: str | None = None,
@@ -106,7 +169,7 @@ def fork_session(
 
 
 def clone_session(
-    manager: SessionManager,
+    manager: BranchSource,
     leaf_id: str | None = None,
     *,
     session_id: str | None = None,

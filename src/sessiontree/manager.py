@@ -18,11 +18,13 @@ from . import entries as E
 from ._json import UNDEFINED
 from .context import SessionContext, compute_retained_tail, context_from_path
 from .errors import SessionError, SessionNotFoundError
-from .ids import Clock, IdFactory, assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
+from .ids import Clock, IdFactory, iso_from_ms, new_entry_id, now_ms, uuid7
 from .index import LocalIndex, PathView, SessionIndex
 from .messages import validate_message
-from .repo import ensure_private_dir, session_file_name
+from .repo import ensure_private_dir
+from .session_files import new_header, open_file_store
 from .storage import EntryStore, JsonlStore, MemoryStore, Problem
+from .store_urls import shared_repo
 from .tree import TreeNode
 
 __all__ = ["Durability", "SessionManager"]
@@ -163,9 +165,9 @@ class SessionManager:
         ``jsonl:DIR``); ``session_dir`` then does not apply.
         """
         if store is not None:
-            from .repository import shared_repo
-
-            return shared_repo(store).create(cwd, id=id, parent_session=parent_session, **options)
+            return shared_repo(store, manager_class=cls).create(
+                cwd, id=id, parent_session=parent_session, **options
+            )
         from .manager_factories import create_session
 
         return create_session(cls, cwd, session_dir, id=id, parent_session=parent_session, **options)
@@ -185,10 +187,8 @@ class SessionManager:
 
         With ``store`` (a store URL), ``path`` is a session id (or a unique prefix of one) in that store.
         """
-        if store is not None:
-            from .repository import shared_repo
-
-            return shared_repo(store).open(str(path), read_only=read_only, **options)
+        if store is not None:  # ``path`` is a session id in that store
+            return shared_repo(store, manager_class=cls).open(str(path), read_only=read_only, **options)
         from .manager_factories import open_session
 
         return open_session(cls, path, session_dir, cwd_override, read_only=read_only, **options)
@@ -199,11 +199,9 @@ class SessionManager:
     ) -> SessionManager:
         """Open the most recently modified session of ``cwd`` (in ``store`` when given), or create one."""
         if store is not None:
-            from .repository import shared_repo
-
-            repo = shared_repo(store)
-            recent = repo.list(cwd)
-            return repo.open(recent[0].id, **options) if recent else repo.create(cwd, **options)
+            repo = shared_repo(store, manager_class=cls)
+            listed = repo.list(cwd)
+            return repo.open(listed[0].id, **options) if listed else repo.create(cwd, **options)
         from .manager_factories import continue_recent
 
         return continue_recent(cls, cwd, session_dir, **options)
@@ -240,9 +238,7 @@ class SessionManager:
     ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of ``cwd`` (in ``store`` when given), newest first."""
         if store is not None:
-            from .repository import shared_repo
-
-            return shared_repo(store).list(cwd)
+            return shared_repo(store, manager_class=SessionManager).list(cwd)
         from .manager_factories import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
@@ -256,9 +252,7 @@ class SessionManager:
     ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of every project (or of one flat directory, or of ``store``)."""
         if store is not None:
-            from .repository import shared_repo
-
-            return shared_repo(store).list()
+            return shared_repo(store, manager_class=SessionManager).list()
         from .manager_factories import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
@@ -519,22 +513,47 @@ class SessionManager:
             )
 
     def create_branched_session(self, leaf_id: str, *, session_id: str | None = None) -> str | None:
-        """Extract root→``leaf_id`` into a new session file and continue there; returns the new path."""
-        from .manager_factories import create_branched_session
+        """Extract root→``leaf_id`` into a new session (beside this one) and continue there; returns its path
+        (``None`` in memory and in database stores)."""
+        from .forking import branch_lines
 
-        return create_branched_session(self, leaf_id, session_id=session_id)
+        self._refuse_read_only("create a branched session")
+        header, lines, name = branch_lines(self, leaf_id, session_id=session_id)
+        self._replace_store(self._spawn(header, name, lines))
+        return self.get_session_file()
 
     def new_session(self, *, id: str | None = None, parent_session: str | None = None) -> str | None:
-        """Start a new empty session in the same directory; returns its file path (``None`` in memory)."""
-        from .manager_factories import new_session
-
-        return new_session(self, id=id, parent_session=parent_session)
+        """Start a new empty session beside this one; returns its file path (``None`` in memory)."""
+        self._refuse_read_only("start a new session")
+        header, name = new_header(self._options(), self._cwd, id, parent_session)
+        self._replace_store(self._spawn(header, name, None))
+        return self.get_session_file()
 
     def set_session_file(self, path: str | Path) -> None:
-        """Switch to another session file (opened like ``open``)."""
-        from .manager_factories import load_into
+        """Switch to another session file (opened like ``open``; a read-only manager stays read-only).
 
-        load_into(self, Path(path))
+        A missing or empty file starts a new session there that keeps this manager's cwd, as pi does.
+        """
+        store = open_file_store(
+            Path(path).expanduser().absolute(),
+            self._options(),
+            read_only=self._index.read_only,
+            new_cwd=self._cwd,
+        )
+        header_cwd = store.header.get("cwd") if store.header else None
+        self._replace_store(store, cwd=header_cwd if isinstance(header_cwd, str) else None)
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "clock": self.clock,
+            "id_factory": self.id_factory,
+            "session_id_factory": self.session_id_factory,
+            "durability": self.durability,
+        }
+
+    def _refuse_read_only(self, what: str) -> None:
+        if self._index.read_only:
+            raise SessionError(f"Cannot {what}: the session was opened read-only", kind="read_only")
 
     # ------------------------------------------------------------------ lifecycle
     @contextmanager
@@ -597,9 +616,3 @@ class SessionManager:
         if lines is None:
             return JsonlStore.create(directory / file_name, header, durability=self.durability)
         return JsonlStore.write_new(directory / file_name, header, lines, durability=self.durability)
-
-    def _fresh_header(self, session_id: str | None, parent_session: str | None) -> tuple[dict[str, Any], str]:
-        sid = session_id if session_id is not None else self.session_id_factory()
-        assert_valid_session_id(sid)  # a factory's output too: the id becomes part of a file name
-        ts = self._now_iso()
-        return E.session_header(sid, ts, self._cwd, parent_session), session_file_name(ts, sid)

@@ -1,27 +1,26 @@
-"""One repository interface over every back end, chosen by a store URL: ``open_repo(url)``.
+"""One repository interface over every back end (``Repo``), and the file and memory repositories.
 
-``jsonl:DIR`` or a directory (pi's layout: one folder per project under a sessions root; the default store),
-``memory:``, ``sqlite:///path.db`` and ``postgresql://…``. Each repository creates, opens, lists, deletes,
-forks and searches sessions, and imports and exports the exact lines ``sessiontree copy`` moves. Sessions
-are ``SessionManager``s whatever the back end; this module holds no session logic of its own.
+A repository creates, opens, lists, deletes, forks and searches sessions, and imports and exports the exact
+lines ``sessiontree copy`` moves; it hands out sessions of the manager class it is given (``SessionManager``),
+so it sits below the manager. Which store a URL names is ``store_urls.py``'s job; no session logic here.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from . import _json
 from .entries import session_header
 from .errors import AmbiguousReferenceError, SessionError, SessionNotFoundError, StorageError
 from .forking import fork_lines
 from .ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
-from .manager import SessionManager
+from .index import SessionIndex
+from .manager_factories import create_session, open_session
 from .repo import (
     SessionInfo,
     SessionInfoBuilder,
@@ -33,23 +32,52 @@ from .repo import (
     resolve_cwd,
     session_file_name,
 )
+from .session_files import split_options
 from .storage import JsonlStore, MemoryStore, Problem, _fileio
 from .textsearch import SearchHit, entry_search_text, query_terms, snippet
 
-__all__ = ["JsonlRepo", "MemoryRepo", "Repo", "SearchHit", "is_store_url", "open_repo", "shared_repo"]
-
-STORE_ENV = "SESSIONTREE_STORE"
+__all__ = ["JsonlRepo", "ManagedSession", "ManagerClass", "MemoryRepo", "Repo", "SearchHit", "file_lines"]
 
 
-class Repo(ABC):
-    """Sessions in one store. ``open`` takes an id or a unique id prefix of at least 4 characters."""
+class ManagedSession(Protocol):
+    """What a repository needs of the sessions it hands out (``SessionManager`` is the one it is given)."""
+
+    spawner: Any
+
+    @property
+    def index(self) -> SessionIndex: ...
+
+    def get_session_id(self) -> str: ...
+
+    def get_cwd(self) -> str: ...
+
+    def get_header(self) -> dict[str, Any] | None: ...
+
+    def get_entries(self) -> builtins.list[dict[str, Any]]: ...
+
+    def get_session_name(self) -> str | None: ...
+
+    def get_session_file(self) -> str | None: ...
+
+    def close(self) -> None: ...
+
+
+M = TypeVar("M", bound=ManagedSession)
+ManagerClass = Callable[..., M]
+"""The class sessions are built with: ``ManagerClass(store, cwd=…, session_dir=…, persist=…, **options)``."""
+
+
+class Repo(ABC, Generic[M]):
+    """Sessions in one store, handed out as ``manager_class`` instances (``sessiontree.open_repo`` gives
+    ``SessionManager``s). ``open`` takes an id or a unique id prefix of at least 4 characters."""
 
     url: str
+    manager_class: ManagerClass[M]
 
     @abstractmethod
     def create(
         self, cwd: str, *, id: str | None = None, parent_session: str | None = None, **options: Any
-    ) -> SessionManager:
+    ) -> M:
         """A new session for ``cwd`` (stored with its first entry)."""
 
     @abstractmethod
@@ -57,7 +85,7 @@ class Repo(ABC):
         """The session id ``ref`` names (an id, or a unique prefix of at least 4 characters)."""
 
     @abstractmethod
-    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> SessionManager:
+    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> M:
         """An existing session; ``SessionNotFoundError`` when there is none."""
 
     @abstractmethod
@@ -78,7 +106,7 @@ class Repo(ABC):
         cwd: str | None = None,
         id: str | None = None,
         **options: Any,
-    ) -> SessionManager:
+    ) -> M:
         """A new session with all of the source's entries, or the path before (``"before"``, a user message)
         or up to (``"at"``) ``entry_id``; lines and ids are kept, the header names the source."""
 
@@ -100,10 +128,10 @@ class Repo(ABC):
         """Prepare the store (apply database migrations); returns what was done."""
         return []
 
-    def close(self) -> None:  # noqa: B027 - optional: only database stores hold connections
+    def close(self) -> None:
         """Release connections (nothing to do for files and memory)."""
 
-    def __enter__(self) -> Repo:
+    def __enter__(self) -> Repo[M]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -133,13 +161,14 @@ def _matches(entry: Any, terms: list[str]) -> str | None:
     return text if all(t in lower for t in terms) else None
 
 
-class JsonlRepo(Repo):
+class JsonlRepo(Repo[M]):
     """pi's session files under a root: ``<root>/--<encoded cwd>--/<timestamp>_<id>.jsonl`` (files directly in
     the root count too). Listing reads headers and counts lines; search streams through the files."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None, *, manager_class: ManagerClass[M]) -> None:
         self.root = (root if root is not None else get_sessions_root()).expanduser().resolve()
         self.url = f"jsonl:{self.root}"
+        self.manager_class = manager_class
 
     def _files(self) -> list[Path]:
         files = list_session_files(self.root)
@@ -184,13 +213,15 @@ class JsonlRepo(Repo):
 
     def create(
         self, cwd: str, *, id: str | None = None, parent_session: str | None = None, **options: Any
-    ) -> SessionManager:
-        return SessionManager.create(
-            cwd, self._directory(cwd), id=id, parent_session=parent_session, **options
+    ) -> M:
+        return create_session(
+            self.manager_class, cwd, self._directory(cwd), id=id, parent_session=parent_session, **options
         )
 
-    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> SessionManager:
-        return SessionManager.open(self.path_of(session_id), read_only=read_only, **options)
+    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> M:
+        return open_session(
+            self.manager_class, self.path_of(session_id), None, None, read_only=read_only, **options
+        )
 
     def list(self, cwd: str | None = None) -> builtins.list[SessionInfo]:
         return collect_session_infos(self._files(), None, resolve_cwd(cwd) if cwd is not None else None)
@@ -211,8 +242,8 @@ class JsonlRepo(Repo):
         cwd: str | None = None,
         id: str | None = None,
         **options: Any,
-    ) -> SessionManager:
-        source = SessionManager.open(self.path_of(session_id), read_only=True)
+    ) -> M:
+        source = open_session(self.manager_class, self.path_of(session_id), None, None, read_only=True)
         try:
             lines = fork_lines(source.index, entry_id, position)
             target = resolve_cwd(cwd) if cwd is not None else source.get_cwd()
@@ -222,10 +253,8 @@ class JsonlRepo(Repo):
         directory = self._directory(target)
         path = directory / session_file_name(str(header["timestamp"]), str(header["id"]))
         store = JsonlStore.write_new(path, header, lines, durability=options.get("durability", "flush"))
-        from .manager_factories import _split_options
-
-        return SessionManager(
-            store, cwd=target, session_dir=directory, persist=True, **_split_options(options)
+        return self.manager_class(
+            store, cwd=target, session_dir=directory, persist=True, **split_options(options)
         )
 
     def search(self, text: str, *, cwd: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
@@ -299,24 +328,25 @@ def file_lines(path: Path) -> tuple[bytes, Iterator[bytes]]:
     return data[:stop], iter(rows)
 
 
-class MemoryRepo(Repo):
+class MemoryRepo(Repo[M]):
     """Sessions held in this process only; ``open`` gives back the same manager (as pi's memory repository)."""
 
     url = "memory:"
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, SessionManager] = {}
+    def __init__(self, *, manager_class: ManagerClass[M]) -> None:
+        self.manager_class = manager_class
+        self._sessions: dict[str, M] = {}
 
     def create(
         self, cwd: str, *, id: str | None = None, parent_session: str | None = None, **options: Any
-    ) -> SessionManager:
+    ) -> M:
         header = _new_header(resolve_cwd(cwd), id, parent_session, options)
         return self._add(MemoryStore(header=header), str(header["cwd"]), options)
 
-    def _add(self, store: MemoryStore, cwd: str, options: dict[str, Any]) -> SessionManager:
-        from .manager_factories import _split_options
-
-        manager = SessionManager(store, cwd=cwd, session_dir=None, persist=False, **_split_options(options))
+    def _add(self, store: MemoryStore, cwd: str, options: dict[str, Any]) -> M:
+        manager = self.manager_class(
+            store, cwd=cwd, session_dir=None, persist=False, **split_options(options)
+        )
         sid = manager.get_session_id()
         if sid in self._sessions:
             raise StorageError(f"memory:#{sid}: already exists")
@@ -335,7 +365,7 @@ class MemoryRepo(Repo):
             )
         raise SessionNotFoundError(f"Session not found: memory:#{ref}")
 
-    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> SessionManager:
+    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> M:
         return self._sessions[self.resolve(session_id)]
 
     def list(self, cwd: str | None = None) -> builtins.list[SessionInfo]:
@@ -365,7 +395,7 @@ class MemoryRepo(Repo):
         cwd: str | None = None,
         id: str | None = None,
         **options: Any,
-    ) -> SessionManager:
+    ) -> M:
         source = self.open(session_id)
         lines = fork_lines(source.index, entry_id, position)
         target = resolve_cwd(cwd) if cwd is not None else source.get_cwd()
@@ -402,70 +432,3 @@ class MemoryRepo(Repo):
     def export(self, session_id: str) -> tuple[bytes, Iterator[bytes]]:
         manager = self.open(session_id)
         return _json.dumps_bytes(manager.get_header()), manager.index.raw_lines()
-
-
-_SQL_SCHEMES = ("sqlite:", "postgresql:", "postgres:")
-
-
-def is_store_url(text: str) -> bool:
-    """Whether ``text`` names a store by URL (``jsonl:``, ``memory:``, ``sqlite:``, ``postgresql:``)."""
-    lower = text.lower()
-    return lower.startswith(("jsonl:", "memory:", *_SQL_SCHEMES))
-
-
-def open_repo(url: str | os.PathLike[str] | None = None) -> Repo:
-    """The repository a store URL names (``None``: ``$SESSIONTREE_STORE``, else pi's session directory).
-
-    ``sqlite:///PATH`` and ``postgresql://…`` are SQL stores (migrated on first use), ``memory:`` a new
-    in-process store, ``jsonl:DIR`` or a plain directory a tree of pi session files.
-    """
-    if url is None:
-        url = os.environ.get(STORE_ENV) or None
-    if url is None:
-        return JsonlRepo()
-    text = os.fspath(url)
-    lower = text.lower()
-    if lower.startswith(_SQL_SCHEMES):
-        from .sql.repo import SqlRepo
-
-        return SqlRepo(text)
-    if lower == "memory:":
-        return MemoryRepo()
-    if lower.startswith("jsonl:"):
-        rest = text[len("jsonl:") :]
-        return JsonlRepo(Path(rest) if rest else None)
-    scheme, sep, _ = text.partition(":")
-    if sep and len(scheme) > 1 and scheme.isalpha() and "/" not in scheme:
-        raise SessionError(
-            f"Unsupported store URL: {text} (use a directory, jsonl:DIR, memory:, sqlite:///PATH or "
-            "postgresql://…)",
-            kind="invalid_argument",
-        )
-    return JsonlRepo(Path(text))
-
-
-_SHARED: dict[str, Repo] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_repo(url: str) -> Repo:
-    """One repository per store URL in this process (database pools and ``memory:`` sessions are shared)."""
-    key = _normalized(url)
-    with _SHARED_LOCK:
-        repo = _SHARED.get(key)
-        if repo is None:
-            repo = _SHARED[key] = open_repo(url)
-        return repo
-
-
-def _normalized(url: str) -> str:
-    """The URL with relative file paths made absolute, so one store is one key whatever the working dir."""
-    lower = url.lower()
-    if lower.startswith("sqlite:"):
-        from .sql.database import parse_sql_url
-
-        return "sqlite://" + parse_sql_url(url).target
-    if lower.startswith(("postgresql:", "postgres:", "memory:")):
-        return url
-    rest = url[len("jsonl:") :] if lower.startswith("jsonl:") else url
-    return "jsonl:" + str(Path(rest or get_sessions_root()).expanduser().resolve())

@@ -16,7 +16,8 @@ import pytest
 
 from sessiontree import SessionManager
 from sessiontree.copying import read_source
-from sessiontree.repository import Repo, open_repo
+from sessiontree.repository import Repo
+from sessiontree.stores import open_repo
 
 BACKENDS = ("memory", "jsonl", "sqlite", "postgres")
 SQL_BACKENDS = ("sqlite", "postgres")

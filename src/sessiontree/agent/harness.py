@@ -123,7 +123,7 @@ class AgentHarness:
         the session ``session_id`` (or a unique prefix of it), else a new session for ``cwd``."""
         import os
 
-        from ..repository import shared_repo
+        from ..stores import shared_repo
 
         repo = shared_repo(store)
         manager = repo.open(session_id) if session_id is not None else repo.create(cwd or os.getcwd())

@@ -286,7 +286,8 @@ def session_path(ref: str) -> Any:
 
 
 def _in_store(store: str, ref: str) -> Path | StoreTarget:
-    from ..repository import JsonlRepo, shared_repo
+    from ..repository import JsonlRepo
+    from ..stores import shared_repo
 
     with handled():
         repo = shared_repo(store)

@@ -42,9 +42,10 @@ def check_cmd(
     as_json: Annotated[bool, json_flag("the problems (and the repair report)")] = False,
 ) -> None:
     """Report every problem the loader finds (read-only); exit 1 when the file is damaged."""
+    from ..check import check_session_file
     from ..entries import session_header
     from ..ids import iso_from_ms, now_ms, uuid7
-    from ..storage.repair import check_session_file, repair_session_file
+    from ..storage.repair import repair_session_file
 
     if force and not repair:
         fail("--force only applies with --repair", EXIT_USAGE)

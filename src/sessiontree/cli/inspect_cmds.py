@@ -58,7 +58,7 @@ def list_cmd(
 
     store = current_store()
     if store is not None and session_dir is None:
-        from ..repository import shared_repo
+        from ..stores import shared_repo
 
         with handled():
             repo = shared_repo(store)

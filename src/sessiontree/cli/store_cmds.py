@@ -57,7 +57,7 @@ def copy_cmd(
     says what would not be copied.
     """
     from ..copying import copy_session
-    from ..repository import shared_repo
+    from ..stores import shared_repo
     from .progress import listing_progress
 
     sources = [source]
@@ -98,7 +98,7 @@ def search_cmd(
     as_json: Annotated[bool, json_flag("the hits")] = False,
 ) -> None:
     """Search message text and session names in a store (--store; default pi's session directory)."""
-    from ..repository import shared_repo
+    from ..stores import shared_repo
 
     if limit < 1:
         fail("--limit must be at least 1", EXIT_USAGE)
@@ -127,9 +127,9 @@ def db_cmd(
     ],
 ) -> None:
     """Set up or inspect a database store (--store sqlite:///PATH or postgresql://...)."""
-    from ..repository import shared_repo
     from ..sql.repo import SqlRepo
     from ..sql.schema import SCHEMA_VERSION
+    from ..stores import shared_repo
 
     store = current_store()
     if store is None or not store.lower().startswith(("sqlite:", "postgresql:", "postgres:")):

@@ -22,13 +22,13 @@ def export_jsonl(manager: SessionManager, leaf_id: str | None = None) -> bytes:
     labels re-created), as pi's ``createBranchedSession`` would write it."""
     from .. import _json
     from ..errors import SessionError
-    from ..manager_factories import branched_session_content
+    from ..forking import branch_lines
     from ..storage._encode import encode_entry
 
     target = leaf_id if leaf_id is not None else manager.get_leaf_id()
     if target is None:
         raise SessionError("Nothing to export: the session has no entries", kind="invalid_argument")
-    header, lines, _ = branched_session_content(manager, target, session_id=None)
+    header, lines, _ = branch_lines(manager, target, session_id=None)
     parts = [_json.dumps_bytes(header)]
     parts.extend(line if isinstance(line, bytes) else encode_entry(line) for line in lines)
     return b"\n".join(parts) + b"\n"

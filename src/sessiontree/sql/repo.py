@@ -11,14 +11,14 @@ import builtins
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import _json
 from .. import entries as E
 from ..errors import SessionError, SessionNotFoundError, StorageError
 from ..ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
 from ..repo import SessionInfo, _dt, resolve_cwd
-from ..repository import Repo
+from ..repository import M, ManagerClass, Repo
 from ..storage.base import Problem
 from ..textsearch import SearchHit, query_terms, snippet
 from .database import Database
@@ -26,16 +26,14 @@ from .schema import SCHEMA_VERSION, applied_version, migrate
 from .session import SqlSession
 from .text import display, unkey
 
-if TYPE_CHECKING:
-    from ..manager import SessionManager
-
 __all__ = ["SqlRepo"]
 
 
-class SqlRepo(Repo):
+class SqlRepo(Repo[M]):
     """Sessions in one database. ``setup()`` applies migrations; the first use of an empty database does too."""
 
-    def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
+    def __init__(self, url: str, *, manager_class: ManagerClass[M], synchronous: str = "FULL") -> None:
+        self.manager_class = manager_class
         self.db = Database(url, synchronous=synchronous)
         self.url = url
         self.display = self.db.display
@@ -62,10 +60,8 @@ class SqlRepo(Repo):
         self._ready = True
 
     # -- sessions --------------------------------------------------------------------------------------
-    def _manager(self, index: SqlSession, cwd: str, options: dict[str, Any]) -> SessionManager:
-        from ..manager import SessionManager
-
-        manager = SessionManager(index, cwd=cwd, session_dir=None, persist=True, **options)
+    def _manager(self, index: SqlSession, cwd: str, options: dict[str, Any]) -> M:
+        manager = self.manager_class(index, cwd=cwd, session_dir=None, persist=True, **options)
         manager.spawner = lambda header, lines: self._spawn(header, lines)
         return manager
 
@@ -83,7 +79,7 @@ class SqlRepo(Repo):
 
     def create(
         self, cwd: str, *, id: str | None = None, parent_session: str | None = None, **options: Any
-    ) -> SessionManager:
+    ) -> M:
         """A new session for ``cwd`` (stored with its first entry)."""
         self._ensure()
         sid = id if id is not None else options.get("session_id_factory", uuid7)()
@@ -115,7 +111,7 @@ class SqlRepo(Repo):
                 )
         raise SessionNotFoundError(f"Session not found: {self.display}#{ref}")
 
-    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> SessionManager:
+    def open(self, session_id: str, *, read_only: bool = False, **options: Any) -> M:
         """An existing session (by id or unique id prefix)."""
         index = SqlSession.open(self.db, self.resolve(session_id), read_only=read_only)
         cwd = (index.header or {}).get("cwd")
@@ -173,7 +169,7 @@ class SqlRepo(Repo):
         cwd: str | None = None,
         id: str | None = None,
         **options: Any,
-    ) -> SessionManager:
+    ) -> M:
         """A new session with the source's entries (all of them, or the path to ``entry_id``; see below).
 
         ``position="before"``: ``entry_id`` must be a user message and the copy ends at its parent;

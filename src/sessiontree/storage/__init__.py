@@ -9,7 +9,7 @@ from .base import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Proble
 from .jsonl import JsonlStore
 from .memory import MemoryStore
 from .migrate import MigrationResult, migrate_entries, needs_migration, session_version
-from .repair import RepairReport, check_session_file, repair_session_file
+from .repair import RepairReport, repair_session_file
 
 __all__ = [
     "DURABILITY_MODES",
@@ -21,7 +21,6 @@ __all__ = [
     "MigrationResult",
     "Problem",
     "RepairReport",
-    "check_session_file",
     "migrate_entries",
     "needs_migration",
     "repair_session_file",

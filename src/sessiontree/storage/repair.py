@@ -20,7 +20,7 @@ from ._fileformat import find_header
 from .base import Problem
 from .jsonl import JsonlStore, resolve_path
 
-__all__ = ["RepairReport", "check_session_file", "repair_session_file"]
+__all__ = ["RepairReport", "repair_session_file"]
 
 _REWRITE_KINDS = frozenset({"bad_line", "extra_header", "bad_parent"})
 
@@ -55,24 +55,6 @@ class RepairReport:
             "recoveredEntries": self.recovered_entries,
             "droppedLines": list(self.dropped_lines),
         }
-
-
-def check_session_file(path: str | Path) -> list[Problem]:
-    """Every problem of a session file (read-only: nothing is modified, no lock is taken)."""
-    from ..tree import TreeIndex
-
-    file = Path(path)
-    try:
-        store = JsonlStore.open(file, read_only=True)
-    except CorruptSessionError as exc:
-        return [Problem("bad_header", exc.line, str(exc))]
-    with store:
-        if store.header is None:
-            what = "empty" if not os.path.getsize(file) else "blank (whitespace only)"
-            return [Problem("empty", None, f"{file}: the file is {what}: no session header, no entries")]
-        tree = TreeIndex(store)
-        tree.find_cycles()
-        return [*store.problems, *tree.problems]
 
 
 def _recover_lines(data: bytes) -> tuple[list[bytes], list[int]]:
