@@ -1,7 +1,7 @@
 """Fixtures of the adapter tests: the back ends a session can live on, and no tracing export from the SDK.
 
-``backend`` is parametrized over every back end available here; a new back end is one more entry in
-``BACKENDS`` (a way to make a target for a new session, and a way to open it again).
+``backend`` is parametrized over every back end: memory, JSONL, SQLite and PostgreSQL (the run's server); a
+new back end is one more entry in ``BACKENDS`` (a way to make a new session, and a way to open it again).
 """
 
 from __future__ import annotations
@@ -55,9 +55,24 @@ def _jsonl(tmp_path: Path) -> Backend:
     return Backend("jsonl", lambda: SessionManager.create(str(tmp_path), tmp_path / "sessions"), reopen)
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "jsonl": _jsonl}
+def _store(url: str, tmp_path: Path) -> Backend:
+    def reopen(manager: SessionManager) -> SessionManager:
+        sid = manager.get_session_id()
+        manager.close()
+        return SessionManager.open(sid, store=url)
+
+    return Backend(url.split(":", 1)[0], lambda: SessionManager.create(str(tmp_path), store=url), reopen)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+def _sqlite(tmp_path: Path) -> Backend:
+    return _store(f"sqlite:///{tmp_path}/sessions.db", tmp_path)
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "jsonl": _jsonl, "sqlite": _sqlite}
+
+
+@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "postgres":
+        return _store(str(request.getfixturevalue("shared_postgres_store")), tmp_path)
     return BACKENDS[request.param](tmp_path)

@@ -43,11 +43,18 @@ def test_a_directory_holds_sessions_by_id(tmp_path: Path) -> None:
     assert len(list((tmp_path / "sessions").glob("*.jsonl"))) == 2
 
 
-def test_memory_and_unknown_store_urls() -> None:
+def test_memory_database_and_unknown_store_urls(tmp_path: Path) -> None:
     memory = _open_manager("memory:", SID)
     assert memory.get_session_file() is None and memory.get_session_id() == SID
+    url = f"sqlite:///{tmp_path}/adapters.db"
+    stored = _open_manager(url, SID)
+    stored.append_message(user("kept in the database"))
+    stored.close()
+    again = _open_manager(f"{url}#{SID}")  # the session named in the URL, read back from the database
+    assert again.get_session_id() == SID and len(again.get_entries()) == 1
+    again.close()
     with pytest.raises(SessionError, match="Unsupported session store URL") as raised:
-        _open_manager("postgresql://localhost/db")
+        _open_manager("redis://localhost/0")
     assert raised.value.kind == "invalid_argument"
 
 

@@ -1,5 +1,6 @@
 """Where an adapter's session lives: one function turns a target (a ``.jsonl`` file, a directory of sessions,
-``memory:``) into a ``SessionManager``. Store URLs of other back ends are resolved here too, once they exist.
+``memory:``, or a database store URL, ``sqlite:///…`` or ``postgresql://…``, optionally with ``#SESSION_ID``)
+into a ``SessionManager``.
 
 Opens and creates only through the ``SessionManager`` factories; it never reads or writes entries itself.
 """
@@ -10,8 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessionError
+from ..errors import SessionError, SessionNotFoundError
 from ..manager import SessionManager
+from ..repo import get_sessions_root
+from ..store_urls import is_store_url
 
 __all__ = ["MEMORY_TARGET", "_open_manager"]
 
@@ -45,6 +48,8 @@ def _open_manager(target: str | os.PathLike[str], session_id: str | None = None)
     """The session an adapter works on.
 
     * ``"memory:"``: a new in-memory session (with ``session_id`` when given);
+    * a database store URL (``sqlite:///…``, ``postgresql://…``; ``#SESSION_ID`` may name the session): that
+      session, or a new one (with ``session_id`` when given);
     * a path ending in ``.jsonl``: that file, opened, or created there when missing;
     * any other path: a directory of session files (created when missing): the session ``session_id`` in it
       (found by pi's file name ``<timestamp>_<id>.jsonl``, created when absent), or a new session.
@@ -55,6 +60,17 @@ def _open_manager(target: str | os.PathLike[str], session_id: str | None = None)
     text = os.fspath(target)
     if text == MEMORY_TARGET:
         return SessionManager.in_memory(**_fixed_id(session_id))
+    if is_store_url(text) and not text.lower().startswith(("jsonl:", "memory:")):  # a database store
+        url, _, in_url = text.partition("#")
+        wanted = session_id or in_url or None
+        if wanted is not None:
+            try:
+                return SessionManager.open(wanted, store=url)
+            except SessionNotFoundError:
+                pass  # a new session with that id
+        return SessionManager.create(os.getcwd(), store=url, id=wanted)
+    if text.lower().startswith("jsonl:"):
+        text = text[len("jsonl:") :] or os.fspath(get_sessions_root())
     scheme, sep, _ = text.partition(":")
     if sep and len(scheme) > 1 and scheme.isalnum():
         raise SessionError(f"Unsupported session store URL: {text}", kind="invalid_argument")
