@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from . import _json
 from .safe_text import cell_width, cut_to_width, one_line
 
 __all__ = [
@@ -181,8 +182,6 @@ _MESSAGE_LINE = b'{"type":"message"'
 def decode_for_preview(raw: bytes) -> Any:
     """An entry's line decoded for ``entry_preview`` only: a message as pi writes it becomes a light record
     of the previewed fields (several times faster than a dict of everything); other lines become dicts."""
-    from . import _json
-
     if raw.startswith(_MESSAGE_LINE):
         try:
             return _preview_decoder.decode(raw)
@@ -240,8 +239,6 @@ def _str(value: Any, limit: int = 4000) -> str:
 
 def _short_args(arguments: Any) -> str:
     if isinstance(arguments, msgspec.Raw):
-        from . import _json
-
         arguments = _json.loads(bytes(arguments))
     if not isinstance(arguments, dict):
         return ""
@@ -394,9 +391,7 @@ def message_full_text(message: Any) -> str:
         elif kind == "thinking":
             parts.append(f"(thinking) {_str(block.get('thinking', ''), 1 << 30)}")
         elif kind == "toolCall":
-            from ._json import dumps
-
-            parts.append(f"→ {_str(block.get('name'))} {dumps(block.get('arguments'))}")
+            parts.append(f"→ {_str(block.get('name'))} {_json.dumps(block.get('arguments'))}")
         elif kind == "image":
             parts.append(f"[image {_str(block.get('mimeType'))}]")
     return "\n".join(parts)
