@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("compact_cmds", "compact_cmd"),
     "branch": ("compact_cmds", "branch_cmd"),
     "demo": ("demo_cmd", "demo_cmd"),
+    "chat": ("chat.command", "chat_cmd"),
 }
 
 
