@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from ...llm.models import ModelRegistry
     from ...manager import SessionManager
 
-__all__ = ["ChatApp", "ChatConfig", "system_prompt"]
+__all__ = ["ChatApp", "ChatConfig", "SlashCommands", "system_prompt"]
 
+SlashCommands = Callable[["ChatApp", str], Awaitable[bool]]
+"""Runs a ``/command`` line; False ends the chat."""
 _EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C exits
 _RECAP = 12  # messages of the branch shown when a session is opened or the leaf moves
 
@@ -78,10 +80,12 @@ class ChatConfig:
 
 
 class ChatApp:
-    """The interactive chat over one harness at a time (``run()`` returns the exit code)."""
+    """The interactive chat over one harness at a time (``run()`` returns the exit code); ``slash`` runs the
+    ``/command`` lines."""
 
-    def __init__(self, config: ChatConfig, manager: SessionManager) -> None:
+    def __init__(self, config: ChatConfig, manager: SessionManager, slash: SlashCommands) -> None:
         self.config = config
+        self._slash = slash
         self.console = Console(file=_Stdout(), force_terminal=_Stdout().isatty(), highlight=False)  # type: ignore[arg-type]
         self.transcript = Transcript(self.console, self._redraw)
         self.footer = Footer()
@@ -230,7 +234,6 @@ class ChatApp:
     async def run(self) -> int:
         """The loop: read, dispatch, until /quit, Ctrl+D or a double Ctrl+C."""
         from .shell import parse_shell
-        from .slash import STOP, run_slash
 
         self.transcript.notice(
             f"sessiontree chat · {self.harness.model.provider}/{self.harness.model.id} "
@@ -249,7 +252,7 @@ class ChatApp:
                     continue
                 self._armed = None
                 if text.startswith("/") and not text.startswith("//"):
-                    if await run_slash(self, text) is STOP:
+                    if not await self._slash(self, text):
                         break
                     continue
                 shell = parse_shell(text)

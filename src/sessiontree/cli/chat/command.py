@@ -108,6 +108,7 @@ def chat_cmd(
     from ...manager import SessionManager
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
+    from .slash import run_slash
 
     with handled():
         if file is None and resume:
@@ -134,7 +135,7 @@ def chat_cmd(
     )
     os.chdir(work)  # relative paths typed in the chat (/export FILE, !cmd) mean the agent's directory
     try:
-        code = asyncio.run(ChatApp(config, manager).run())
+        code = asyncio.run(ChatApp(config, manager, run_slash).run())
     except KeyboardInterrupt:
         code = 130
     raise typer.Exit(code)

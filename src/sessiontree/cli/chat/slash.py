@@ -20,10 +20,9 @@ from ...safe_text import one_line, safe_text
 if TYPE_CHECKING:
     from .app import ChatApp
 
-__all__ = ["COMMANDS", "KEYS", "STOP", "run_slash"]
+__all__ = ["COMMANDS", "KEYS", "run_slash"]
 
-STOP = object()
-"""What ``/quit`` returns: the REPL ends."""
+_STOP = object()
 
 KEYS = (
     ("enter", "send; while a turn runs: steer it (delivered after the current tool calls)"),
@@ -304,7 +303,7 @@ async def _help(app: ChatApp, _arg: str) -> None:
 
 
 async def _quit(_app: ChatApp, _arg: str) -> object:
-    return STOP
+    return _STOP
 
 
 _QUIT = Command("/quit", "leave the chat (also /exit)", _quit, while_busy=True)
@@ -327,18 +326,18 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-async def run_slash(app: ChatApp, text: str) -> object:
-    """Run the slash command in ``text``; returns ``STOP`` for ``/quit``."""
+async def run_slash(app: ChatApp, text: str) -> bool:
+    """Run the slash command in ``text``; False for ``/quit`` (the chat ends)."""
     name, _, arg = text[1:].partition(" ")
     command = COMMANDS.get(name.strip().lower())
     if command is None:
         app.transcript.error(f"Unknown command /{one_line(name, 40)}: /help lists the commands")
-        return None
+        return True
     if app.busy() and not command.while_busy:
         app.transcript.error(f"{command.usage.split()[0]} waits until the turn is over (ctrl+c aborts it)")
-        return None
+        return True
     try:
-        return await command.run(app, arg.strip())
+        return await command.run(app, arg.strip()) is not _STOP
     except (SessionError, LookupError, ValueError, OSError) as error:
         app.transcript.error(str(error))
-        return None
+        return True

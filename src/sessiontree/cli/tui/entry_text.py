@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any
 
+from ...agent.navigation import editor_text_of
 from ...safe_text import one_line
 from ...views import message_text
 
@@ -54,15 +55,7 @@ def tool_call_summary(name: str, args: Any) -> str:
 
 def text_of(content: Any) -> str:
     """The text blocks of a message content (or the string), for display and search."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        b["text"]
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
+    return editor_text_of(content) if isinstance(content, (str, list)) else ""
 
 
 def entry_line(entry: dict[str, Any], tool_calls: dict[str, tuple[str, Any]]) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, Static
 
-from .picker_rows import PickItem
+from .picker_rows import PickItem, window
 
 __all__ = ["Picker"]
 
@@ -32,11 +32,10 @@ class _Rows(Static):
         items, selected = self.picker.items, self.picker.selected
         if not items:
             return Text(self.picker.empty, style="grey50")
-        height = max(1, self.size.height)
-        start = max(0, min(selected - height // 2, len(items) - height))
+        rows = window(selected, len(items), max(1, self.size.height))
         width = max(20, self.size.width)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for i in range(start, min(len(items), start + height)):
+        for i in rows:
             item = items[i]
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append("› " if i == selected else "  ", "bold cyan")
@@ -48,7 +47,7 @@ class _Rows(Static):
             line.append(item.right, "grey50")
             if i == selected:
                 line.stylize("bold reverse")
-            if i > start:
+            if i > rows.start:
                 text.append("\n")
             text.append_text(line)
         return text

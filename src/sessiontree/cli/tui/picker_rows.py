@@ -14,7 +14,7 @@ from typing import Any
 from ...safe_text import one_line
 from .entry_text import text_of
 
-__all__ = ["PickItem", "age", "fork_items", "matches", "session_items"]
+__all__ = ["PickItem", "age", "fork_items", "matches", "session_items", "window"]
 
 _TEXT = 200
 
@@ -28,6 +28,12 @@ class PickItem:
     prefix: str = ""
     right: str = ""
     style: str = ""
+
+
+def window(selected: int, total: int, size: int) -> range:
+    """The rows to draw: ``size`` of ``total``, the selection in the middle where it can be (as pi scrolls)."""
+    start = max(0, min(selected - size // 2, total - size))
+    return range(start, min(start + size, total))
 
 
 def age(when: datetime, now: datetime | None = None) -> str:

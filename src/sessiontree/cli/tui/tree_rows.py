@@ -8,11 +8,12 @@ keys to the methods here. It never writes to the session; a label change only up
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .entry_text import entry_line, search_text
+from .picker_rows import window
 
 __all__ = ["FILTERS", "FilterMode", "Row", "TreeRows"]
 
@@ -64,6 +65,9 @@ class Row:
     text: str
 
 
+_Visit = Callable[[Any, int, bool, bool, list[tuple[int, bool]], bool], None]
+
+
 def _child_indent(indent: int, multiple_children: bool, just_branched: bool) -> int:
     if multiple_children or (just_branched and indent > 0):
         return indent + 1
@@ -108,30 +112,37 @@ class TreeRows:
         self._last_selected = self.selected_id
 
     # -- layout ------------------------------------------------------------------------------------------
-    def _flatten(self) -> list[_Flat]:
-        result: list[_Flat] = []
-        roots = sorted(self.roots, key=lambda r: r.id not in self._active)  # stable: the active root first
+    def _layout(self, roots: list[Any], children_of: Callable[[Any], list[Any]], visit: _Visit) -> None:
+        """pi's layout walk in pre-order: a chain stays at its indentation, a branch point indents its
+        children (and the first generation after it once more), several roots hang under a virtual one."""
         multiple = len(roots) > 1
         stack: list[tuple[Any, int, bool, bool, bool, list[tuple[int, bool]], bool]] = []
         for i in range(len(roots) - 1, -1, -1):
-            stack.append(
-                (roots[i], 1 if multiple else 0, multiple, multiple, i == len(roots) - 1, [], multiple)
-            )
+            stack.append((roots[i], int(multiple), multiple, multiple, i == len(roots) - 1, [], multiple))
         while stack:
-            node, indent, just_branched, connector, is_last, gutters, virtual = stack.pop()
-            self._note_tool_calls(node)
-            result.append(_Flat(node, indent, connector, is_last, gutters, virtual))
-            children = list(node.children)
-            ordered = [c for c in children if c.id in self._active] + [
-                c for c in children if c.id not in self._active
-            ]
-            several = len(ordered) > 1
+            key, indent, just_branched, connector, is_last, gutters, virtual = stack.pop()
+            visit(key, indent, connector, is_last, gutters, virtual)
+            kids = children_of(key)
+            several = len(kids) > 1
             child_indent = _child_indent(indent, several, just_branched)
             child_gutters = self._child_gutters(gutters, connector, virtual, is_last, indent)
-            for i in range(len(ordered) - 1, -1, -1):
+            for i in range(len(kids) - 1, -1, -1):
                 stack.append(
-                    (ordered[i], child_indent, several, several, i == len(ordered) - 1, child_gutters, False)
+                    (kids[i], child_indent, several, several, i == len(kids) - 1, child_gutters, False)
                 )
+
+    def _flatten(self) -> list[_Flat]:
+        result: list[_Flat] = []
+
+        def visit(node: Any, *layout: Any) -> None:
+            self._note_tool_calls(node)
+            result.append(_Flat(node, *layout))
+
+        def children_of(node: Any) -> list[Any]:
+            kids = list(node.children)  # the branch holding the leaf first
+            return [c for c in kids if c.id in self._active] + [c for c in kids if c.id not in self._active]
+
+        self._layout(sorted(self.roots, key=lambda r: r.id not in self._active), children_of, visit)
         return result
 
     def _child_gutters(
@@ -231,25 +242,15 @@ class TreeRows:
         roots = children[None]
         self._multiple_roots = len(roots) > 1
         by_id = {f.node.id: f for f in self._visible}
-        multiple = self._multiple_roots
-        stack: list[tuple[str, int, bool, bool, bool, list[tuple[int, bool]], bool]] = []
-        for i in range(len(roots) - 1, -1, -1):
-            stack.append(
-                (roots[i], 1 if multiple else 0, multiple, multiple, i == len(roots) - 1, [], multiple)
-            )
-        while stack:
-            node_id, indent, just_branched, connector, is_last, gutters, virtual = stack.pop()
+
+        def visit(
+            node_id: str, indent: int, connector: bool, is_last: bool, gutters: Any, virtual: bool
+        ) -> None:
             flat = by_id[node_id]
             flat.indent, flat.show_connector, flat.is_last = indent, connector, is_last
             flat.gutters, flat.virtual_root_child = gutters, virtual
-            kids = children.get(node_id, [])
-            several = len(kids) > 1
-            child_indent = _child_indent(indent, several, just_branched)
-            child_gutters = self._child_gutters(gutters, connector, virtual, is_last, indent)
-            for i in range(len(kids) - 1, -1, -1):
-                stack.append(
-                    (kids[i], child_indent, several, several, i == len(kids) - 1, child_gutters, False)
-                )
+
+        self._layout(roots, lambda node_id: children.get(node_id, []), visit)
         self._vis_parent, self._vis_children = parents, children
 
     def _nearest_visible(self, entry_id: str | None) -> int:
@@ -299,11 +300,8 @@ class TreeRows:
 
     def rows(self) -> list[Row]:
         """The rows in the window around the selection (``max_visible`` of them at most)."""
-        total = len(self._visible)
-        start = max(0, min(self.selected - self.max_visible // 2, total - self.max_visible))
-        end = min(start + self.max_visible, total)
         out: list[Row] = []
-        for i in range(start, end):
+        for i in window(self.selected, len(self._visible), self.max_visible):
             flat = self._visible[i]
             node = flat.node
             display = max(0, flat.indent - 1) if self._multiple_roots else flat.indent
