@@ -310,3 +310,67 @@ def test_steering_and_a_follow_up_typed_during_a_tool_call_reach_the_next_reques
         )
         third = server.requests[2].body["messages"]
         assert "then say done" in json.dumps(third[-1]) and "then say done" not in json.dumps(second)
+
+
+def test_the_other_slash_commands_on_a_sqlite_store(tmp_path: Path) -> None:
+    from sessiontree.repository import open_repo
+
+    work = tmp_path / "project"
+    work.mkdir()
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    with fake_server() as server:
+        server.replies += [
+            chat_completions_sse(
+                reasoning=["Thinking about hello."], text=["First reply."], usage=usage(10, 2)
+            ),
+            chat_completions_sse(text=["Second reply."], usage=usage(20, 3)),
+        ]
+        with start(server, tmp_path, work, "--store", store) as term:
+            term.wait_for(f"session {store}#")
+            term.type("/help")
+            term.send("Enter")
+            screen = term.wait_for("alt+enter")
+            assert "/tree" in screen and "/export [FILE]" in screen and "/compact [FOCUS]" in screen
+            term.type("hello")
+            term.send("Enter")
+            term.wait_for("First reply.")
+            term.wait_idle()
+            (thought,) = [
+                line for line in term.screen(styles=True).split("\n") if "Thinking about hello." in line
+            ]
+            assert "\x1b[2" in thought or ";2m" in thought or ";2;" in thought, repr(thought)  # dimmed
+            for command, shown in (
+                ("/label greeting", "'greeting'"),
+                ("/thinking high", "Thinking level: high"),
+                ("/model", "● local/test-model"),
+                ("/model local/other-model", "Model: local/other-model"),
+            ):
+                term.type(command)
+                term.send("Enter")
+                term.wait_for(shown)
+            assert "local/other-model · thinking high" in term.screen()
+            term.type("again")
+            term.send("Enter")
+            term.wait_for("Second reply.")
+            term.wait_idle()
+            term.type("/clone")
+            term.send("Enter")
+            term.wait_for(f"Cloned the branch into {store}#")
+            term.type("/new")
+            term.send("Enter")
+            term.wait_for("New session")
+            term.type("/quit")
+            term.send("Enter")
+            term.wait_for(f"{EXIT_MARK} 0")
+        assert [r.body["model"] for r in server.requests] == ["test-model", "other-model"]
+    with open_repo(store) as repo:
+        infos = repo.list()
+        assert len(infos) == 2  # the session and its clone; the new one has no entries yet
+        first = next(i for i in infos if not i.parent_session_path)
+        manager = repo.open(first.id, read_only=True)
+        entries = manager.get_entries()
+        (labelled,) = manager.get_labels().items()
+        assert labelled[1] == "greeting" and text(manager.get_entry(labelled[0]) or {}) == "First reply."
+        assert [e["thinkingLevel"] for e in entries if e["type"] == "thinking_level_change"][-1] == "high"
+        assert [e["modelId"] for e in entries if e["type"] == "model_change"][-1] == "other-model"
+        assert [text(e) for e in messages(entries, "assistant")] == ["First reply.", "Second reply."]

@@ -48,8 +48,9 @@ class Terminal:
         )
         return done.stdout
 
-    def screen(self) -> str:
-        return self._run("capture-pane", "-p", "-J", "-t", self.name)
+    def screen(self, *, styles: bool = False) -> str:
+        """The visible lines (with ``styles``, tmux's SGR escapes for colours and attributes kept)."""
+        return self._run("capture-pane", "-p", "-J", *(["-e"] if styles else []), "-t", self.name)
 
     def send(self, *keys: str) -> None:
         """tmux key names (``Enter``, ``C-c``, ``Up``, ``M-Enter``) or literal text."""

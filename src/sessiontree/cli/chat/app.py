@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rich.console import Console
 
 from ...llm.types import AbortSignal
+from ...safe_text import safe_text
 from .footer import Footer
 from .input_line import InputLine, Interrupt
 from .model_choice import ChatSettings, ModelChoice
@@ -175,11 +176,14 @@ class ChatApp:
         self.input.redraw()
 
     # -- running ---------------------------------------------------------------------------------------------
+    def where(self) -> str:
+        """The current session's file, or its store URL and id."""
+        manager = self.harness.session
+        return manager.get_session_file() or f"{self.config.store or 'memory:'}#{manager.get_session_id()}"
+
     def opened(self) -> None:
         """Say which session this is and show the end of its branch."""
-        manager = self.harness.session
-        where = manager.get_session_file() or f"{self.config.store or 'memory:'}#{manager.get_session_id()}"
-        self.transcript.notice(f"session {where}")
+        self.transcript.notice(f"session {safe_text(self.where())}")
         self.recap()
         self.footer.refresh(self.harness)
 

@@ -123,15 +123,15 @@ async def _fork(app: ChatApp, arg: str) -> None:
             app.transcript.notice("Fork cancelled")
             return
     result = await app.harness.fork(target)
-    app.transcript.notice(f"Forked into {safe_text(result.session_file or 'a new session in memory')}")
+    app.transcript.notice(f"Forked into {safe_text(app.where())}")
     app.recap()
     app.footer.refresh(app.harness)
     app.editor_text = result.selected_text
 
 
 async def _clone(app: ChatApp, _arg: str) -> None:
-    path = await app.harness.clone()
-    app.transcript.notice(f"Cloned the branch into {safe_text(path or 'a new session in memory')}")
+    await app.harness.clone()
+    app.transcript.notice(f"Cloned the branch into {safe_text(app.where())}")
     app.footer.refresh(app.harness)
 
 
@@ -250,22 +250,28 @@ async def _thinking(app: ChatApp, arg: str) -> None:
 
 
 async def _session(app: ChatApp, _arg: str) -> None:
-    from ...stats import session_stats
+    from collections import Counter
 
-    stats = session_stats(app.harness.session)
-    total = stats.total
+    from ...llm.tokens import estimate_context_tokens
+    from ...stats import UsageTotals
+
+    manager = app.harness.session
+    entries = manager.get_entries()
+    total = UsageTotals().add(entries)
+    children = Counter(e.get("parentId") for e in entries if e.get("parentId") is not None)
+    context = manager.build_session_context().messages
     roles = ", ".join(f"{n} {role}" for role, n in sorted(total.by_role.items())) or "none"
     lines = [
-        f"File:     {stats.file or '(not written yet)' if app.config.store is None else stats.file or app.config.store}",
-        f"Id:       {stats.session_id}",
-        f"Name:     {stats.name or '-'}",
-        f"Entries:  {stats.entries} ({stats.active_entries} on this branch, {stats.branch_points} branch points, "
-        f"{stats.labels} labels)",
+        f"File:     {app.where()}",
+        f"Id:       {manager.get_session_id()}",
+        f"Name:     {manager.get_session_name() or '-'}",
+        f"Entries:  {len(entries)} ({len(manager.get_path_view())} on this branch, "
+        f"{sum(1 for n in children.values() if n > 1)} branch points, {len(manager.get_labels())} labels)",
         f"Messages: {total.messages} ({roles}); {total.tool_calls} tool calls",
         f"Tokens:   {total.input} in, {total.output} out, {total.cache_read} cache read, "
         f"{total.cache_write} cache write",
         f"Cost:     ${total.cost:.4f}",
-        f"Context:  {stats.context_messages} messages, about {stats.context_tokens} tokens of "
+        f"Context:  {len(context)} messages, about {estimate_context_tokens(context).tokens} tokens of "
         f"{app.harness.model.context_window}",
     ]
     for line in lines:
@@ -340,4 +346,6 @@ async def run_slash(app: ChatApp, text: str) -> bool:
         return await command.run(app, arg.strip()) is not _STOP
     except (SessionError, LookupError, ValueError, OSError) as error:
         app.transcript.error(str(error))
-        return True
+    except Exception as error:  # a failing command must not end the chat
+        app.transcript.error(f"/{name.strip()} failed: {type(error).__name__}: {error}")
+    return True
