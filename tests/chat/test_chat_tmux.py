@@ -243,9 +243,12 @@ def test_ctrl_c_aborts_a_streamed_reply_and_the_chat_stays_ready(tmp_path: Path)
             term.type("!!echo kept-aside")
             term.send("Enter")
             term.wait_for("kept-aside\n")
-            term.type("are you there")
+            term.type("are you")
+            term.send("C-j")  # a new line, not a send
+            term.type("there")
             term.send("Enter")
-            term.wait_for("Yes, still here.")
+            screen = term.wait_for("Yes, still here.")
+            assert "› are you\n  there" in screen
             term.wait_idle()
             term.send("C-c")
             term.wait_for("Press ctrl+c again to exit")
@@ -255,6 +258,7 @@ def test_ctrl_c_aborts_a_streamed_reply_and_the_chat_stays_ready(tmp_path: Path)
         assert "shell-out" in second and "kept-aside" not in second
     (session,) = (tmp_path / "pi" / "sessions").glob("*/*.jsonl")
     entries = lines(session)[1:]
+    assert [text(e) for e in messages(entries, "user")] == ["count slowly", "are you\nthere"]
     aborted, answered = messages(entries, "assistant")
     assert aborted["message"]["stopReason"] == "aborted" and text(aborted).startswith("Counting: one")
     assert answered["message"]["stopReason"] == "stop"
@@ -359,6 +363,9 @@ def test_the_other_slash_commands_on_a_sqlite_store(tmp_path: Path) -> None:
             term.type("/new")
             term.send("Enter")
             term.wait_for("New session")
+            term.send("Up", "Up")  # the history: the last two lines sent
+            assert term.wait_for(lambda _s: term.prompt_line() == "/clone")
+            term.send("C-u")
             term.type("/quit")
             term.send("Enter")
             term.wait_for(f"{EXIT_MARK} 0")

@@ -12,7 +12,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -77,7 +77,6 @@ class ChatConfig:
     store: str | None = None
     history_path: Path | None = None
     base_url: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ChatApp:

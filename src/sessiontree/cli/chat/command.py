@@ -16,8 +16,6 @@ import typer
 
 from .._common import EXIT_USAGE, fail, flag, handled, note, report_problems
 
-_NEED = {"metavar": "", "show_default": False}
-
 
 def chat_cmd(
     file: Annotated[
