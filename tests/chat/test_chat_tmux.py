@@ -75,7 +75,7 @@ def test_the_issue_scenario_tool_call_tree_summary_fork_resume_compact_export(tm
             chat_completions_sse(text=["The haiku was asked for after the move."]),  # the split turn's prefix
         ]  # fmt: skip
         with start(server, tmp_path, work) as term:
-            term.wait_for("/help for commands")
+            term.wait_ready()
             term.type("/name first session")
             term.send("Enter")
             term.wait_for("Named the session 'first session'")
@@ -124,6 +124,7 @@ def test_the_issue_scenario_tool_call_tree_summary_fork_resume_compact_export(tm
             term.send("Enter")
             screen = term.wait_for("Forked into")
             assert term.wait_for(lambda _s: term.prompt_line() == "write a haiku")
+            term.wait_for("local/test-model · ↑1.9k ↓90")  # the fork holds the first turn only
             term.send("C-u")
 
             term.type("/resume")
@@ -131,7 +132,9 @@ def test_the_issue_scenario_tool_call_tree_summary_fork_resume_compact_export(tm
             screen = term.wait_for("└─ first session")  # the fork (it copied the name) under its parent
             assert "› first session" in screen, screen
             term.send("Enter")
-            screen = term.wait_for("Here is a haiku about files.")
+            # the first session's footer (all four replies), drawn once the input line is back
+            screen = term.wait_for("local/test-model · ↑4.2k ↓140")
+            assert "Here is a haiku about files." in screen and "Resume a session" not in screen
 
             term.type("/compact")
             term.send("Enter")
@@ -200,7 +203,7 @@ def test_a_pi_session_resumed_gets_one_turn_appended_after_pis_bytes(tmp_path: P
     with fake_server() as server:
         server.replies.append(chat_completions_sse(text=["Picked up where pi left off."], usage=usage(50, 8)))
         with start(server, tmp_path, work, str(copy)) as term:
-            term.wait_for("/help for commands")
+            term.wait_ready()
             term.type("one more question")
             term.send("Enter")
             term.wait_for("Picked up where pi left off.")
@@ -223,13 +226,16 @@ def test_a_pi_session_resumed_gets_one_turn_appended_after_pis_bytes(tmp_path: P
 def test_ctrl_c_aborts_a_streamed_reply_and_the_chat_stays_ready(tmp_path: Path) -> None:
     work = tmp_path / "project"
     work.mkdir()
+    (tmp_path / "settings.json").write_text('{"compaction": {"keepRecentTokens": 1}}')
     with fake_server() as server:
         server.replies += [
             chat_completions_sse(text=["Counting: one\n", "two\n", "three\n"], hold_after=2),
             chat_completions_sse(text=["Yes, still here."]),
+            chat_completions_sse(text=["## Goal"], hold_after=1),  # the compaction's summaries, held
+            chat_completions_sse(text=["## Goal"], hold_after=1),
         ]
         with start(server, tmp_path, work) as term:
-            term.wait_for("/help for commands")
+            term.wait_ready()
             term.type("count slowly")
             term.send("Enter")
             term.wait_for("Counting: one")
@@ -250,6 +256,16 @@ def test_ctrl_c_aborts_a_streamed_reply_and_the_chat_stays_ready(tmp_path: Path)
             screen = term.wait_for("Yes, still here.")
             assert "› are you\n  there" in screen
             term.wait_idle()
+            term.type("/compact")  # Ctrl+C outside the input line (while a command runs) aborts it too
+            term.send("Enter")
+            term.wait_for("Compacting…")
+            term.wait_for(lambda _s: len(server.requests) >= 3)
+            term.send("C-c")
+            screen = term.wait_ready()
+            assert "Aborting…" in screen and "abort" in screen.split("Compacting…")[-1].lower(), screen
+            term.type("/session")  # a line sent: the next Ctrl+C starts over
+            term.send("Enter")
+            term.wait_for("Cost:")
             term.send("C-c")
             term.wait_for("Press ctrl+c again to exit")
             term.send("C-c")
@@ -259,6 +275,7 @@ def test_ctrl_c_aborts_a_streamed_reply_and_the_chat_stays_ready(tmp_path: Path)
     (session,) = (tmp_path / "pi" / "sessions").glob("*/*.jsonl")
     entries = lines(session)[1:]
     assert [text(e) for e in messages(entries, "user")] == ["count slowly", "are you\nthere"]
+    assert not [e for e in entries if e["type"] == "compaction"]  # the aborted compaction wrote nothing
     aborted, answered = messages(entries, "assistant")
     assert aborted["message"]["stopReason"] == "aborted" and text(aborted).startswith("Counting: one")
     assert answered["message"]["stopReason"] == "stop"
@@ -285,7 +302,7 @@ def test_steering_and_a_follow_up_typed_during_a_tool_call_reach_the_next_reques
             chat_completions_sse(text=["Follow-up done."]),
         ]
         with start(server, tmp_path, work) as term:
-            term.wait_for("/help for commands")
+            term.wait_ready()
             term.type("run the script")
             term.send("Enter")
             term.wait_for("running [bash:")
@@ -330,7 +347,7 @@ def test_the_other_slash_commands_on_a_sqlite_store(tmp_path: Path) -> None:
             chat_completions_sse(text=["Second reply."], usage=usage(20, 3)),
         ]
         with start(server, tmp_path, work, "--store", store) as term:
-            term.wait_for(f"session {store}#")
+            assert f"session {store}#" in term.wait_ready()
             term.type("/help")
             term.send("Enter")
             screen = term.wait_for("alt+enter")

@@ -77,6 +77,11 @@ class Terminal:
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what!r}; the screen shows:\n{screen}")
 
+    def wait_ready(self, timeout: float = 20.0) -> str:
+        """Until the input line is up: its footer (``… · ctx used/window``) is drawn under it. Keys typed
+        before that reach a terminal not yet in raw mode, where Enter arrives as a line feed."""
+        return self.wait_for(lambda s: " · ctx " in s, timeout)
+
     def wait_idle(self, timeout: float = 20.0) -> str:
         """Until no turn runs (no activity line above the prompt)."""
         return self.wait_for(lambda s: "working…" not in s and "running [" not in s, timeout)

@@ -9,6 +9,8 @@ input, textual for the pickers) and the current harness, which it replaces when 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -151,16 +153,16 @@ class ChatApp:
         return self.turn_running() or self.shell_running()
 
     def interrupt(self, has_text: bool) -> Interrupt:
-        """Ctrl+C: a second press soon after the first exits; else abort what runs, clear the line, or arm."""
+        """Ctrl+C: a second press soon after the first exits; else abort what runs (a turn, a shell
+        command, a summary or a compaction), clear the line, or wait for a second press."""
         now = time.monotonic()
         if self._armed is not None and now - self._armed < _EXIT_WINDOW and not has_text:
             return "exit"
-        if self.busy():
+        if self.busy() or self.harness.phase != "idle":
             self._armed = now
-            if self.shell_running():
-                assert self._shell is not None
+            if self._shell is not None and not self._shell[0].done():
                 self._shell[1].abort()
-            if self.turn_running() and (self._aborting is None or self._aborting.done()):
+            if self.harness.phase != "idle" and (self._aborting is None or self._aborting.done()):
                 self._aborting = asyncio.get_running_loop().create_task(self.harness.abort())
             self.transcript.notice("Aborting… (ctrl+c again to exit)")
             return "abort"
@@ -170,6 +172,11 @@ class ChatApp:
         self._armed = now
         self.transcript.notice("Press ctrl+c again to exit")
         return "armed"
+
+    def _signal(self, main: asyncio.Task[Any]) -> None:
+        """Ctrl+C while no input line is shown (a command runs): as in the input line."""
+        if self.interrupt(False) == "exit":
+            main.cancel()
 
     def _redraw(self) -> None:
         self.input.redraw()
@@ -236,36 +243,49 @@ class ChatApp:
 
     async def run(self) -> int:
         """The loop: read, dispatch, until /quit, Ctrl+D or a double Ctrl+C."""
-        from .shell import parse_shell
-
         self.transcript.notice(
             f"sessiontree chat · {self.harness.model.provider}/{self.harness.model.id} "
             f"({self.config.choice.source}) · /help for commands"
         )
         self.opened()
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            if main is not None:
+                loop.add_signal_handler(signal.SIGINT, self._signal, main)
         try:
-            while True:
-                default, self.editor_text = self.editor_text, ""
-                try:
-                    submitted = await self.input.read(default)
-                except EOFError:
-                    break
-                text = submitted.text
-                if not text.strip():
-                    continue
-                self._armed = None
-                if text.startswith("/") and not text.startswith("//"):
-                    if not await self._slash(self, text):
-                        break
-                    continue
-                shell = parse_shell(text)
-                if shell is not None and shell[0]:
-                    self.run_shell(*shell)
-                    continue
-                await self.send(text[1:] if text.startswith("//") else text, follow_up=submitted.follow_up)
+            with self.input.hold_typeahead():
+                await self._loop()
+        except asyncio.CancelledError:
+            pass
         finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGINT)
             await self.close()
         return 0
+
+    async def _loop(self) -> None:
+        from .shell import parse_shell
+
+        while True:
+            default, self.editor_text = self.editor_text, ""
+            try:
+                submitted = await self.input.read(default)
+            except EOFError:
+                return
+            text = submitted.text
+            if not text.strip():
+                continue
+            self._armed = None
+            if text.startswith("/") and not text.startswith("//"):
+                if not await self._slash(self, text):
+                    return
+                continue
+            shell = parse_shell(text)
+            if shell is not None and shell[0]:
+                self.run_shell(*shell)
+                continue
+            await self.send(text[1:] if text.startswith("//") else text, follow_up=submitted.follow_up)
 
     async def close(self) -> None:
         """Stop what runs and release the session."""

@@ -7,7 +7,9 @@ It returns what was typed and how; what to do with it is the REPL's business.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -126,8 +128,31 @@ class InputLine:
         """The next line; raises ``EOFError`` when the user exits."""
         self._follow_up = False
         with patch_stdout(raw=True):
-            text = await self.session.prompt_async(default=default)
+            text = await self.session.prompt_async(default=default, handle_sigint=False)
         return Submitted(text, self._follow_up)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def hold_typeahead() -> Iterator[None]:
+        """Between prompts, keep what is typed unechoed and Enter a carriage return (so a line typed while
+        a command runs still sends when the next prompt reads it); Ctrl+C stays a signal. Restored after."""
+        try:
+            import termios
+
+            fd = sys.stdin.fileno()
+            saved = termios.tcgetattr(fd)
+        except (ImportError, OSError, ValueError, AttributeError):
+            yield
+            return
+        held = termios.tcgetattr(fd)
+        held[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR)
+        held[3] &= ~(termios.ICANON | termios.ECHO)
+        held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(fd, termios.TCSANOW, held)
+        try:
+            yield
+        finally:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
     def redraw(self) -> None:
         """Draw the input area again (from any event on the loop)."""

@@ -1,15 +1,14 @@
 """The chat's slash commands (pi's names): each a few lines over a harness call or a library function.
 
 ``/tree`` and ``/resume`` (and ``/fork`` without an id) open the textual pickers. A command that changes the
-session waits until no turn runs; Ctrl+C during a summary or a compaction aborts it.
+session waits until no turn runs; Ctrl+C during a summary or a compaction aborts it (the REPL's signal
+handler).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,21 +42,6 @@ class Command:
     while_busy: bool = False
 
 
-@contextlib.contextmanager
-def _abortable(app: ChatApp) -> Iterator[None]:
-    """Ctrl+C (outside the input line) aborts the harness's current summary or compaction."""
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, lambda: loop.create_task(app.harness.abort()))
-    except (NotImplementedError, RuntimeError, ValueError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-
-
 # -- the tree and other sessions -----------------------------------------------------------------------------
 async def _tree(app: ChatApp, _arg: str) -> None:
     from ...agent.navigation import plan_navigation
@@ -84,10 +68,7 @@ async def _tree(app: ChatApp, _arg: str) -> None:
         return
     if choice.summarize:
         app.transcript.notice("Summarizing the branch you are leaving… (ctrl+c aborts)")
-    with _abortable(app):
-        move = await app.harness.navigate_tree(
-            choice.target_id, summarize=choice.summarize, focus=choice.focus
-        )
+    move = await app.harness.navigate_tree(choice.target_id, summarize=choice.summarize, focus=choice.focus)
     if move.cancelled:
         app.transcript.notice("Navigation cancelled; nothing was written")
         return
@@ -192,8 +173,7 @@ async def _label(app: ChatApp, arg: str) -> None:
 
 async def _compact(app: ChatApp, arg: str) -> None:
     app.transcript.notice("Compacting… (ctrl+c aborts)")
-    with _abortable(app):
-        await app.harness.compact(arg or None)
+    await app.harness.compact(arg or None)
     app.footer.refresh(app.harness)
 
 
