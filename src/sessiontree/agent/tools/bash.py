@@ -2,7 +2,8 @@
 stderr together, the last 2000 lines / 50 KB returned and the full output kept in a temporary file.
 
 The command runs in its own process group, killed on abort and on timeout; a non-zero exit, a timeout and
-an abort are errors that carry the output. The shell is not confined to the working directory (only the file
+an abort are errors that carry the output. ``run_command`` is the runner without the tool's error shape (the
+chat's ``!cmd`` uses it). The shell is not confined to the working directory (only the file
 tools are). Not safe to repeat after an interrupted run.
 """
 

@@ -162,7 +162,8 @@ class ChatApp:
             self._armed = now
             if self._shell is not None and not self._shell[0].done():
                 self._shell[1].abort()
-            if self.harness.phase != "idle" and (self._aborting is None or self._aborting.done()):
+            running = self.turn_running() or self.harness.phase != "idle"
+            if running and (self._aborting is None or self._aborting.done()):
                 self._aborting = asyncio.get_running_loop().create_task(self.harness.abort())
             self.transcript.notice("Aborting… (ctrl+c again to exit)")
             return "abort"

@@ -1,7 +1,8 @@
 """``sessiontree chat``: the command line of the interactive chat; picks the model and the session, then
 hands both to the REPL.
 
-Exits 2 with what to set when no model can be used, or when the command line is wrong.
+Exits 2 with what to set when no model can be used, or when the command line is wrong. Holds no chat logic
+of its own: the REPL, the model choice and the session lookups live in their modules.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``/tree`` and ``/resume`` (and ``/fork`` without an id) open the textual pickers. A command that changes the
 session waits until no turn runs; Ctrl+C during a summary or a compaction aborts it (the REPL's signal
-handler).
+handler). No command changes the session itself: the harness or a library function does.
 """
 
 from __future__ import annotations
