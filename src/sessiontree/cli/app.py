@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "copy": ("store_cmds", "copy_cmd"),
     "search": ("store_cmds", "search_cmd"),
     "db": ("store_cmds", "db_cmd"),
+    "chat": ("chat.command", "chat_cmd"),
 }
 
 

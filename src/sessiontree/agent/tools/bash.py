@@ -2,7 +2,8 @@
 stderr together, the last 2000 lines / 50 KB returned and the full output kept in a temporary file.
 
 The command runs in its own process group, killed on abort and on timeout; a non-zero exit, a timeout and
-an abort are errors that carry the output. The shell is not confined to the working directory (only the file
+an abort are errors that carry the output. ``run_command`` is the runner without the tool's error shape (the
+chat's ``!cmd`` uses it). The shell is not confined to the working directory (only the file
 tools are). Not safe to repeat after an interrupted run.
 """
 
@@ -16,8 +17,9 @@ import signal as signals
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
-from typing import IO, Any
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, Literal
 
 import anyio
 from anyio.abc import Process
@@ -28,7 +30,7 @@ from ._common import ABORTED, object_schema, text_result
 from ._paths import Workspace
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
 
-__all__ = ["DEFAULT_TIMEOUT", "bash_tool"]
+__all__ = ["DEFAULT_TIMEOUT", "CommandRun", "bash_tool", "run_command"]
 
 DEFAULT_TIMEOUT = 180
 """Seconds a command may run when the call gives no ``timeout`` (pi's default; 0 disables the limit)."""
@@ -140,23 +142,42 @@ def _shell() -> list[str]:
     return [found, "-c"]
 
 
-async def _run(
-    ws: Workspace, command: str, timeout: float, signal: AbortSignal | None, on_update: ToolUpdate | None
-) -> ToolResult:
+@dataclass(frozen=True, slots=True)
+class CommandRun:
+    """A finished shell command: the kept end of its output, how it ended, and where the full output is."""
+
+    output: str
+    truncation: Truncation
+    full_output_path: str | None
+    outcome: Literal["exit", "aborted", "timeout"]
+    exit_code: int | None
+
+
+async def run_command(
+    cwd: str | os.PathLike[str],
+    command: str,
+    *,
+    timeout: float = 0,
+    signal: AbortSignal | None = None,
+    on_update: ToolUpdate | None = None,
+) -> CommandRun:
+    """Run ``command`` in a shell in ``cwd`` (stdout and stderr together, its own process group), killed on
+    abort and after ``timeout`` seconds (0: no limit); the output is truncated as the ``bash`` tool does."""
+    root = Path(cwd)
     if signal is not None and signal.aborted:
         raise RuntimeError(ABORTED)
-    if not ws.root.is_dir():
-        raise FileNotFoundError(f"Working directory does not exist: {ws.root}\nCannot execute bash commands.")
+    if not root.is_dir():
+        raise FileNotFoundError(f"Working directory does not exist: {root}\nCannot execute bash commands.")
     output = _Output()
     process = await anyio.open_process(
         [*_shell(), command],
-        cwd=ws.root,
+        cwd=root,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    outcome = "exit"
+    outcome: Literal["exit", "aborted", "timeout"] = "exit"
     last_update = last_data = time.monotonic()
     read_all = anyio.Event()
 
@@ -210,14 +231,23 @@ async def _run(
         with anyio.CancelScope(shield=True):
             await process.aclose()
     content, cut, path = output.finish()
-    text, details = _format(content, cut, path, "" if outcome != "exit" else "(no output)")
-    if outcome == "aborted":
+    code = process.returncode if outcome == "exit" else None
+    return CommandRun(content, cut, path, outcome, code)
+
+
+async def _run(
+    ws: Workspace, command: str, timeout: float, signal: AbortSignal | None, on_update: ToolUpdate | None
+) -> ToolResult:
+    run = await run_command(ws.root, command, timeout=timeout, signal=signal, on_update=on_update)
+    text, details = _format(
+        run.output, run.truncation, run.full_output_path, "" if run.outcome != "exit" else "(no output)"
+    )
+    if run.outcome == "aborted":
         raise RuntimeError(_status(text, "Command aborted"))
-    if outcome == "timeout":
+    if run.outcome == "timeout":
         raise TimeoutError(_status(text, f"Command timed out after {timeout:g} seconds"))
-    code = process.returncode
-    if code:
-        raise RuntimeError(_status(text, f"Command exited with code {code}"))
+    if run.exit_code:
+        raise RuntimeError(_status(text, f"Command exited with code {run.exit_code}"))
     return text_result(text, details)
 
 
