@@ -335,7 +335,7 @@ def test_steering_and_a_follow_up_typed_during_a_tool_call_reach_the_next_reques
 
 
 def test_the_other_slash_commands_on_a_sqlite_store(tmp_path: Path) -> None:
-    from sessiontree.repository import open_repo
+    from sessiontree import open_repo
 
     work = tmp_path / "project"
     work.mkdir()
