@@ -191,7 +191,8 @@ def _count_file_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.parametrize(
     ("durability", "after_appends", "after_sync", "after_second_sync"),
-    [("flush", 0, 0, 0), ("fsync", 3, 3, 3), ("batch", 0, 1, 1)],
+    # the first entry creates the file, fsynced before it appears (so a new session is never lost)
+    [("flush", 1, 1, 1), ("fsync", 3, 3, 3), ("batch", 1, 2, 2)],
 )
 def test_durability_modes(
     tmp_path: Path,
@@ -225,9 +226,11 @@ def test_batch_mode_fsyncs_pending_writes_on_close(tmp_path: Path, monkeypatch: 
     m.append_message(user("1"))
     path = m.get_session_file()
     assert path is not None
-    assert inodes.count(os.stat(path).st_ino) == 0
-    m.close()
+    assert inodes.count(os.stat(path).st_ino) == 1  # the file's creation
+    m.append_message(user("2"))
     assert inodes.count(os.stat(path).st_ino) == 1
+    m.close()
+    assert inodes.count(os.stat(path).st_ino) == 2
 
 
 def test_durability_carries_over_to_branched_and_new_sessions(

@@ -15,8 +15,8 @@ from . import lock
 
 __all__ = [
     "FILE_MODE",
+    "AlreadyExistsError",
     "atomic_replace",
-    "create_exclusive",
     "ensure_dir",
     "first_free",
     "fsync_dir",
@@ -31,6 +31,10 @@ __all__ = [
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class AlreadyExistsError(StorageError):
+    """Something is already at the path an exclusive write was to create."""
 
 
 def ensure_dir(directory: Path) -> None:
@@ -141,17 +145,6 @@ def read_all(path: Path) -> bytes:
         return handle.read()
 
 
-def create_exclusive(path: Path) -> int:
-    """Create ``path`` (0600, parents 0700) exclusively and return an ``O_APPEND`` write descriptor.
-
-    Raises ``FileExistsError`` when anything is at ``path`` already (a symbolic link too, dangling or not:
-    ``O_EXCL`` never follows one), so a file is never created through a link.
-    """
-    ensure_dir(path.parent)
-    require_safe_dir(path.parent)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC, FILE_MODE)
-
-
 def first_free(base: Path, suffix: str) -> Path:
     """``<base><suffix><n>`` for the first n >= 1 that does not exist."""
     n = 1
@@ -205,7 +198,7 @@ def atomic_replace(
 ) -> int | None:
     """Write ``data`` to a temp file in the same directory, fsync, move it to ``path``, fsync the directory.
 
-    ``exclusive`` fails (``StorageError``) when ``path`` already exists instead of replacing it. With
+    ``exclusive`` fails (``AlreadyExistsError``) when ``path`` already exists instead of replacing it. With
     ``keep_open`` the new file is writer-locked before it becomes visible and its ``O_APPEND`` descriptor is
     returned for further appends (the caller owns it). A replaced file's mode and owner carry over to the new
     one; a new file is 0600.
@@ -224,10 +217,10 @@ def atomic_replace(
             try:
                 os.link(temp, path)
             except FileExistsError as exc:
-                raise StorageError(f"{path}: already exists", path=str(path)) from exc
+                raise AlreadyExistsError(f"{path}: already exists", path=str(path)) from exc
             except OSError:  # no hard links on this file system: check, then rename
                 if os.path.lexists(path):
-                    raise StorageError(f"{path}: already exists", path=str(path)) from None
+                    raise AlreadyExistsError(f"{path}: already exists", path=str(path)) from None
                 os.replace(temp, path)
             else:
                 os.unlink(temp)

@@ -499,22 +499,21 @@ class JsonlStore(IndexedStore):
     def _write(self, prefix: bytes, line: bytes, *, creating: bool) -> int:
         """Write ``prefix + line + \\n`` in one write; returns the offset where ``line`` starts."""
         path = self._path
+        data = prefix + line + b"\n"
         if creating:
+            # The file appears with its first entry and already locked (written beside it, linked into
+            # place), so any process that finds it also finds its writer: the loser of a race to create it
+            # gets SessionLockedError, never a half-made file.
             try:
-                new_fd = _fileio.create_exclusive(path)
-            except FileExistsError as exc:  # something appeared at the path between our open and now
+                self._fd = _fileio.atomic_replace(path, data, exclusive=True, keep_open=True)
+            except _fileio.AlreadyExistsError as exc:
                 raise _exists_error(path, racing=True) from exc
-            try:
-                lock.acquire(new_fd, path)
-            except BaseException:
-                os.close(new_fd)
-                raise
-            self._fd, self._exists = new_fd, True
+            self._exists = True
         fd = self._fd
         assert fd is not None
-        data = prefix + line + b"\n"
         try:
-            _fileio.write_all(fd, data)
+            if not creating:
+                _fileio.write_all(fd, data)
         except OSError as exc:
             try:  # leave no torn tail behind
                 os.ftruncate(fd, self._size)
@@ -529,10 +528,10 @@ class JsonlStore(IndexedStore):
             self._identity = (st.st_dev, st.st_ino, st.st_size)
         else:
             self._identity = (self._identity[0], self._identity[1], self._size)
-        if self.durability == "fsync":
+        if creating:
+            pass  # the new file and its directory were fsynced before it became visible
+        elif self.durability == "fsync":
             os.fsync(fd)
-            if creating:
-                _fileio.fsync_dir(path.parent)
         elif self.durability == "batch":
             self._dirty = True
         return start
