@@ -105,3 +105,26 @@ def test_a_flush_is_one_transaction_where_the_store_has_them(backend: Backend) -
         assert stored == ["message"] and len(buffer) == 2
     else:  # files and memory write as they go: the first write is in and left the queue
         assert stored == ["message", "custom"] and len(buffer) == 1
+
+
+def test_navigation_with_a_branch_summary_on_every_back_end(backend: Backend) -> None:
+    manager = backend.create()
+    harness = AgentHarness(manager, ScriptedModel([reply("first answer"), reply("second answer")]))
+
+    async def main() -> Any:
+        await harness.prompt("first question")
+        await harness.prompt("second question")
+        users = [
+            e["id"]
+            for e in manager.get_entries()
+            if e["type"] == "message" and e["message"]["role"] == "user"
+        ]
+        return await harness.navigate_tree(users[1], summarize=True)
+
+    moved = anyio.run(main)
+    assert moved.editor_text == "second question"
+    again = backend.reopen(manager)
+    kinds = [e["type"] for e in again.get_branch()]
+    assert kinds[-1] == "branch_summary"
+    roles = [m["role"] for m in again.build_session_context(again.get_branch()[-1]["id"]).messages]
+    assert roles == ["user", "assistant", "branchSummary"]
