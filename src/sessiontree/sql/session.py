@@ -62,8 +62,11 @@ class SqlSession(SessionIndex):
         self._entries: dict[int, Entry] = {}
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
+        self._labels: list[Entry] | None = None  # label and session_info entries, once read
+        self._appended: list[str] | None = None  # ids appended in the open transaction
+        self._recheck = False
         self._info = SessionInfoBuilder()
-        self._lease = WriterLease(self.conn, session_id)
+        self._lease = WriterLease(self.conn, session_id, ttl_ms=db.lease_ttl_ms)
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------
@@ -112,6 +115,7 @@ class SqlSession(SessionIndex):
         self._entries.clear()
         self._absent.clear()
         self._loaded = None
+        self._labels = None
         return True
 
     # -- properties ------------------------------------------------------------------------------------
@@ -344,12 +348,14 @@ class SqlSession(SessionIndex):
         return self._whole().cycle_problems() if self._irregular else []
 
     def label_and_name_entries(self) -> list[Entry]:
-        rows = self.conn.query(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND type IN ('label', 'session_info') "
-            "ORDER BY seq",
-            (self.session_id,),
-        )
-        return [self._decode(int(seq), line) for seq, line in rows]
+        if self._labels is None:
+            rows = self.conn.query(
+                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type IN ('label', 'session_info') "
+                "ORDER BY seq",
+                (self.session_id,),
+            )
+            self._labels = [self._decode(int(seq), line) for seq, line in rows]
+        return list(self._labels)
 
     def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
         """Ids, parent ids and types of every entry in append order (one query)."""
@@ -383,17 +389,20 @@ class SqlSession(SessionIndex):
             raise SessionError(
                 f"{self.location}: cannot write, the session was opened read-only", kind="read_only"
             )
-        if self._lease.held:
+        if self._lease.held and not self._recheck:
             return
         if self._lease.lost is not None:
             raise SessionLockedError(self._lease.lost, kind="lease_lost")
-        self._lease.acquire()
+        if not self._lease.held:
+            self._lease.acquire()
+        self._recheck = False
         if self._exists:
             row = self.conn.query_one(
                 "SELECT MAX(seq) FROM st_entries WHERE session_id = ?", (self.session_id,)
             )
             if (int(row[0]) if row and row[0] is not None else 0) != self._count:
-                self._load()  # another writer appended since we read the session
+                # another writer appended since we read the session, or a commit we saw fail took effect
+                self._load()
                 self._generation += 1
 
     @contextlib.contextmanager
@@ -401,30 +410,53 @@ class SqlSession(SessionIndex):
         if self.conn.in_transaction:
             yield
             return
-        saved = (self._count, self._last, self._exists, self._irregular, self._generation)
+        saved = (self._count, self._last, self._exists, self._irregular)
         saved_info = (
             self._info.name,
             self._info.message_count,
             self._info.first_message,
             self._info.last_activity,
         )
+        had_lease = self._lease.fence is not None
+        saved_labels = None if self._labels is None else len(self._labels)
+        self._appended = []
         try:
             with self.conn.transaction():
                 yield
         except BaseException:
-            self._count, self._last, self._exists, self._irregular, _ = saved
-            (
-                self._info.name,
-                self._info.message_count,
-                self._info.first_message,
-                self._info.last_activity,
-            ) = saved_info
-            self._pointers.clear()
-            self._entries.clear()
-            self._absent.clear()
-            self._loaded = None
-            self._generation += 1  # the manager reads labels and the leaf again
+            if not had_lease and self._lease.fence is not None:
+                self._lease.forget()  # taken inside the transaction: rolled back with it
+            if self._appended:
+                self._undo(saved, saved_info, saved_labels)
             raise
+        finally:
+            self._appended = None
+
+    def _undo(
+        self,
+        saved: tuple[int, tuple[str, str, str | None] | None, bool, bool],
+        saved_info: tuple[str | None, int, str | None, float | None],
+        saved_labels: int | None,
+    ) -> None:
+        """Forget what a failed transaction appended, keeping what is still true (so the manager can read
+        its labels and leaf back without the server); the next write checks what was really committed."""
+        count = saved[0]
+        for entry_id in self._appended or ():
+            self._pointers.pop(entry_id, None)
+        for seq in [s for s in self._entries if s > count]:
+            del self._entries[seq]
+        if self._labels is not None:
+            del self._labels[saved_labels or 0 :]
+        self._count, self._last, self._exists, self._irregular = saved
+        (
+            self._info.name,
+            self._info.message_count,
+            self._info.first_message,
+            self._info.last_activity,
+        ) = saved_info
+        self._loaded = None
+        self._recheck = True  # a commit that reported failure may still have taken effect
+        self._generation += 1  # the manager reads labels and the leaf again
 
     def append(self, entry: Mapping[str, Any]) -> None:
         check_envelope(entry)
@@ -530,6 +562,10 @@ class SqlSession(SessionIndex):
             )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)
+        if self._appended is not None:
+            self._appended.append(entry_id)
+        if self._labels is not None and kind in ("label", "session_info"):
+            self._labels.append(dict(entry))
         self._absent.discard(entry_id)
         self._remember(entry_id, pointers)
         self._loaded = None
