@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -63,7 +64,8 @@ class SqlSession(SessionIndex):
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
         self._labels: list[Entry] | None = None  # label and session_info entries, once read
-        self._appended: list[str] | None = None  # ids appended in the open transaction
+        self._appended: list[str] = []  # ids appended in the open transaction
+        self._renewed: float | None = None  # when the open transaction renewed the lease
         self._recheck = False
         self._info = SessionInfoBuilder()
         self._lease = WriterLease(self.conn, session_id, ttl_ms=db.lease_ttl_ms)
@@ -419,10 +421,12 @@ class SqlSession(SessionIndex):
         )
         had_lease = self._lease.fence is not None
         saved_labels = None if self._labels is None else len(self._labels)
-        self._appended = []
+        self._appended, self._renewed = [], None
         try:
             with self.conn.transaction():
                 yield
+                if self._appended:
+                    self._finish()
         except BaseException:
             if not had_lease and self._lease.fence is not None:
                 self._lease.forget()  # taken inside the transaction: rolled back with it
@@ -430,7 +434,7 @@ class SqlSession(SessionIndex):
                 self._undo(saved, saved_info, saved_labels)
             raise
         finally:
-            self._appended = None
+            self._appended, self._renewed = [], None
 
     def _undo(
         self,
@@ -441,7 +445,7 @@ class SqlSession(SessionIndex):
         """Forget what a failed transaction appended, keeping what is still true (so the manager can read
         its labels and leaf back without the server); the next write checks what was really committed."""
         count = saved[0]
-        for entry_id in self._appended or ():
+        for entry_id in self._appended:
             self._pointers.pop(entry_id, None)
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
@@ -466,10 +470,33 @@ class SqlSession(SessionIndex):
         """Insert ``entry`` whose exact line is ``line`` (copies keep the bytes they read)."""
         self.prepare_write()
         with self.transaction():
-            self._lease.renew()
+            if self._renewed is None:  # once per transaction: the renewal keeps the lease row locked
+                self._lease.renew()
+                self._renewed = time.monotonic()
             if not self._exists:
                 self._create_row()
             self._insert(entry, line)
+
+    def _finish(self) -> None:
+        """The end of a transaction that appended: the session row once (not once per entry: a row
+        updated again and again in one PostgreSQL transaction makes each later statement slower), and
+        the lease renewed again when the transaction took long."""
+        info = self._info
+        self.conn.execute(
+            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
+            "modified_ms = ?, irregular = ? WHERE id = ?",
+            (
+                self._count,
+                display(info.name),
+                info.message_count,
+                display(info.first_message),
+                int(info.last_activity) if info.last_activity is not None else None,
+                1 if self._irregular else 0,
+                self.session_id,
+            ),
+        )
+        if self._renewed is not None and time.monotonic() - self._renewed > self._lease.ttl_ms / 3000:
+            self._lease.renew()
 
     def _create_row(self) -> None:
         header = self._header
@@ -541,19 +568,6 @@ class SqlSession(SessionIndex):
         info = self._info
         info.add(entry)
         info.texts.clear()  # only the columns are kept; the text goes to the search table
-        self.conn.execute(
-            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
-            "modified_ms = ?, irregular = ? WHERE id = ?",
-            (
-                seq,
-                display(info.name),
-                info.message_count,
-                display(info.first_message),
-                int(info.last_activity) if info.last_activity is not None else None,
-                1 if self._irregular else 0,
-                self.session_id,
-            ),
-        )
         text = entry_search_text(entry)
         if text is not None:
             self.conn.execute(
@@ -562,8 +576,7 @@ class SqlSession(SessionIndex):
             )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)
-        if self._appended is not None:
-            self._appended.append(entry_id)
+        self._appended.append(entry_id)
         if self._labels is not None and kind in ("label", "session_info"):
             self._labels.append(dict(entry))
         self._absent.discard(entry_id)
