@@ -216,6 +216,25 @@ def test_a_turn_that_fails_leaves_the_manager_writing(sql_url: str) -> None:
     assert session.ids[1:] == ids
 
 
+def test_a_transaction_longer_than_the_lease_keeps_it(sql_url: str) -> None:
+    """A transaction that lasts three times the lease's time to live (a big import, a slow turn) renews
+    the lease as it goes: it commits, and the next write needs no new lease."""
+    url = with_options(sql_url, lease_ttl_ms=300)
+    (sid,) = _seed(url, 1)
+    with open_repo(url) as repo:
+        manager = repo.open(sid)
+        ids = []
+        with manager.transaction():
+            for k in range(9):
+                ids.append(manager.append_message(user(f"slow {k}")))
+                time.sleep(0.1)
+        fence = _lease_row(url, sid)
+        ids.append(manager.append_message(user("after")))
+        assert _lease_row(url, sid) == fence  # the same lease, still held
+        manager.close()
+    assert stored(url, sid).ids[1:] == ids
+
+
 def test_a_turn_waits_for_the_heartbeat_instead_of_joining_it(sql_url: str) -> None:
     """The lease heartbeat's transaction is open on the session's connection when a turn begins: the turn
     waits and opens its own, so it still commits or rolls back whole (it must not mistake the heartbeat's

@@ -470,12 +470,19 @@ class SqlSession(SessionIndex):
         """Insert ``entry`` whose exact line is ``line`` (copies keep the bytes they read)."""
         self.prepare_write()
         with self.transaction():
-            if self._renewed is None:  # once per transaction: the renewal keeps the lease row locked
-                self._lease.renew()
-                self._renewed = time.monotonic()
+            self._renew()
             if not self._exists:
                 self._create_row()
             self._insert(entry, line)
+
+    def _renew(self) -> None:
+        """Renew the lease at the first write of a transaction, and again only when a third of its time to
+        live has passed: until the commit the renewal keeps the lease row locked (the whole database in
+        SQLite), so no other writer can take it over in between."""
+        now = time.monotonic()
+        if self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000:
+            self._lease.renew()
+            self._renewed = now
 
     def _finish(self) -> None:
         """The end of a transaction that appended: the session row once (not once per entry: a row
@@ -495,8 +502,7 @@ class SqlSession(SessionIndex):
                 self.session_id,
             ),
         )
-        if self._renewed is not None and time.monotonic() - self._renewed > self._lease.ttl_ms / 3000:
-            self._lease.renew()
+        self._renew()
 
     def _create_row(self) -> None:
         header = self._header
