@@ -64,6 +64,7 @@ class SqlSession(SessionIndex):
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
         self._labels: list[Entry] | None = None  # label and session_info entries, once read
+        self._present: set[str] = set()  # ids known to exist (the targets of labels)
         self._appended: list[str] = []  # ids appended in the open transaction
         self._renewed: float | None = None  # when the open transaction renewed the lease
         self._recheck = False
@@ -200,7 +201,7 @@ class SqlSession(SessionIndex):
         return target if kind == "leaf" else entry_id
 
     def contains(self, entry_id: str) -> bool:
-        if entry_id in self._pointers:
+        if entry_id in self._pointers or entry_id in self._present:
             return True
         return self._by_id(entry_id) is not None
 
@@ -228,17 +229,21 @@ class SqlSession(SessionIndex):
         return list(dict.fromkeys(str(unkey(r[0])) for r in rows))
 
     def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
-        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first."""
-        columns = "e.seq, e.id, e.type, e.parent_id" + (", e.line" if lines else "")
+        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first.
+
+        The columns travel through the recursion (one primary-key lookup per step): joining the walk back
+        to the table let PostgreSQL hash the whole session when its statistics were off (a fresh import).
+        """
+        columns = "seq, parent_seq, depth, id, type, parent_id" + (", line" if lines else "")
+        picked = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
         return self.conn.query(
-            "WITH RECURSIVE p(seq, parent_seq, depth) AS ("
-            " SELECT seq, parent_seq, depth FROM st_entries WHERE session_id = ? AND seq = ?"
+            f"WITH RECURSIVE p({columns}) AS ("
+            f" SELECT {columns} FROM st_entries WHERE session_id = ? AND seq = ?"
             " UNION ALL"
-            " SELECT e.seq, e.parent_seq, e.depth FROM st_entries e JOIN p"
+            f" SELECT {picked} FROM st_entries e JOIN p"
             " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ?"
-            f") SELECT {columns} FROM p JOIN st_entries e ON e.session_id = ? AND e.seq = p.seq"
-            " ORDER BY p.depth",
-            (self.session_id, seq, self.session_id, stop_depth, self.session_id),
+            f") SELECT seq, id, type, parent_id{', line' if lines else ''} FROM p ORDER BY depth",
+            (self.session_id, seq, self.session_id, stop_depth),
         )
 
     def _view(self, rows: Sequence[tuple[Any, ...]]) -> PathView:
@@ -338,7 +343,9 @@ class SqlSession(SessionIndex):
         if self._irregular:
             return self._whole().children(entry_id)
         rows = self.conn.query(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY seq",
+            # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
+            # entry of the session in key order instead of searching the parent index
+            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
             (self.session_id, key(entry_id)),
         )
         return [self._decode(int(seq), line) for seq, line in rows]
@@ -351,12 +358,22 @@ class SqlSession(SessionIndex):
 
     def label_and_name_entries(self) -> list[Entry]:
         if self._labels is None:
+            # two searches of the (session_id, type, seq) index: with "type IN (…) ORDER BY seq" SQLite
+            # walks every entry of the session in primary-key order instead
             rows = self.conn.query(
-                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type IN ('label', 'session_info') "
-                "ORDER BY seq",
-                (self.session_id,),
+                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
+                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'session_info' ORDER BY seq",
+                (self.session_id, self.session_id),
             )
             self._labels = [self._decode(int(seq), line) for seq, line in rows]
+            if any(e.get("type") == "label" for e in self._labels):
+                # the manager checks that every label's target exists: one query, not one per label
+                found = self.conn.query(
+                    "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
+                    "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
+                    (self.session_id, self.session_id),
+                )
+                self._present.update(str(unkey(r[0])) for r in found)
         return list(self._labels)
 
     def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
@@ -447,6 +464,7 @@ class SqlSession(SessionIndex):
         count = saved[0]
         for entry_id in self._appended:
             self._pointers.pop(entry_id, None)
+            self._present.discard(entry_id)
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
         if self._labels is not None:
