@@ -35,6 +35,7 @@ __all__ = [
     "many_sessions",
     "message_text",
     "read_log",
+    "set_up",
     "start",
     "steady_writer",
     "take_over",
@@ -196,6 +197,13 @@ def turn_tag(entry: dict[str, Any]) -> str:
 # -- workers -------------------------------------------------------------------------------------------
 def _sleep_until(start_at: float) -> None:
     time.sleep(max(0.0, start_at - time.time()))
+
+
+def set_up(url: str, log_path: str, start_at: float) -> None:
+    """Apply the migrations of a (fresh) database, starting at ``start_at`` with the other workers."""
+    _sleep_until(start_at)
+    with open_repo(url) as repo:
+        Log(log_path).write(ev="setup", applied=repo.setup(), version=repo.schema_version())  # type: ignore[attr-defined]
 
 
 def contend(url: str, sid: str, log_path: str, bursts: int, per_burst: int, start_at: float) -> None:

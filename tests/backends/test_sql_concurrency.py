@@ -19,6 +19,7 @@ from tests.backends.sql_workers import (
     join_all,
     many_sessions,
     read_log,
+    set_up,
     start,
     steady_writer,
     stored,
@@ -40,6 +41,19 @@ def _seed_session(url: str) -> tuple[str, str]:
         first = manager.append_message(user("seed"))
         manager.close()
         return manager.get_session_id(), first
+
+
+def test_eight_processes_set_up_an_empty_database_at_once(sql_url: str, tmp_path: Path) -> None:
+    """Migrations raced by eight processes: each migration applied once, every process sees the schema."""
+    from sessiontree.sql.schema import MIGRATIONS, SCHEMA_VERSION
+
+    logs = [str(tmp_path / f"w{i}.log") for i in range(8)]
+    start_at = time.time() + 0.5
+    join_all([start(set_up, sql_url, log, start_at) for log in logs], timeout=60)
+    records = [r for log in logs for r in read_log(log)]
+    assert [r["version"] for r in records] == [SCHEMA_VERSION] * 8
+    applied = sorted(a for r in records for a in r["applied"])
+    assert applied == [f"{m.version}: {m.description}" for m in MIGRATIONS]  # each once, by someone
 
 
 def test_eight_processes_contend_for_one_session(sql_url: str, tmp_path: Path) -> None:
