@@ -617,7 +617,8 @@ class SqlSession(SessionIndex):
             self.conn.execute("UPDATE st_sessions SET problems = ? WHERE id = ?", (payload, self.session_id))
 
     def sync(self) -> None:
-        """Every commit is already durable (``synchronous=FULL``; PostgreSQL's commit)."""
+        """Nothing to do: each commit is as durable as the store's option makes it (SQLite's ``synchronous``,
+        PostgreSQL's ``synchronous_commit``; durable by default)."""
 
     def close(self) -> None:
         if self._closed:
