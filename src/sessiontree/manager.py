@@ -560,21 +560,18 @@ class SessionManager:
     def transaction(self) -> Iterator[None]:
         """Group several writes: no other thread's write lands between them (one transaction in SQL stores).
 
-        When the block fails in a SQL store nothing of it was written: the leaf, labels and name are read
-        back as the store has them.
+        When the block fails in a SQL store nothing of it was written: the leaf, labels and name are put back
+        as they were before it (without asking the store, which may be the thing that failed).
         """
         with self._lock:
-            leaf = self._leaf
+            before = (self._leaf, dict(self._labels), dict(self._label_times), self._session_name)
             generation = self._index.generation
             try:
                 with self._index.transaction():
                     yield
             except BaseException:
-                if self._index.generation != generation:  # the store rolled back
-                    self._index_labels_and_name()
-                    self._leaf = (
-                        leaf if leaf is None or self._index.contains(leaf) else self._index.last_leaf()
-                    )
+                if self._index.generation != generation:  # the store rolled back what the block appended
+                    self._leaf, self._labels, self._label_times, self._session_name = before
                 raise
 
     def sync(self) -> None:

@@ -123,3 +123,18 @@ def sql_backend(
     store = backend_stores[kind]
     yield store
     store.cleanup()
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, empty SQL store (a SQLite file, a new PostgreSQL database) for this test alone."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/sessions.db"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def with_options(url: str, **options: object) -> str:
+    """``url`` with store options as query parameters (``lease_ttl_ms=500``)."""
+    query = "&".join(f"{name}={value}" for name, value in options.items())
+    return f"{url}{'&' if '?' in url else '?'}{query}"

@@ -3,6 +3,12 @@ behind one small interface: queries, write transactions, and errors that say wha
 
 SQL is written once with ``?`` placeholders and translated for psycopg. It knows nothing about sessions;
 the schema lives in ``schema.py`` and the session logic in ``session.py`` and ``repo.py``.
+
+Store URLs take options as query parameters, which are never passed on to the driver: ``synchronous``
+(SQLite's pragma: ``FULL``, the default, ``NORMAL``, ``EXTRA`` or ``OFF``), ``synchronous_commit``
+(PostgreSQL's setting for this store's connections: ``on``, the server's default, ``off``, ``local``,
+``remote_write`` or ``remote_apply``) and ``lease_ttl_ms`` (both: how long a writer lease lasts without
+renewal, default 30 000). Other query parameters of a ``postgresql://`` URL go to libpq as they are.
 """
 
 from __future__ import annotations
@@ -18,12 +24,19 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import SessionError, StorageError
 
-__all__ = ["Conn", "Database", "Dialect", "parse_sql_url"]
+__all__ = ["DEFAULT_LEASE_TTL_MS", "Conn", "Database", "Dialect", "parse_sql_url"]
 
 Dialect = Literal["sqlite", "postgresql"]
 Row = tuple[Any, ...]
 
 BUSY_TIMEOUT_MS = 5000
+DEFAULT_LEASE_TTL_MS = 30_000
+POOL_TIMEOUT_S = 5.0
+"""How long a PostgreSQL call waits for a connection (a restart is waited out; an outage is reported)."""
+
+SQLITE_SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA", "OFF")
+PG_SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
+_OPTIONS = ("synchronous", "synchronous_commit", "lease_ttl_ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +44,32 @@ class SqlUrl:
     """A parsed store URL: the dialect, what to connect to, and a form safe to show (no password)."""
 
     dialect: Dialect
-    target: str  # a file path for SQLite, a conninfo URL for PostgreSQL
+    target: str  # a file path for SQLite, a conninfo URL for PostgreSQL (without sessiontree's options)
     display: str
+    options: dict[str, str]
+
+
+def _split_options(shown: str, query: str, dialect: Dialect) -> tuple[dict[str, str], str]:
+    """sessiontree's options out of a URL's query string, and the rest of it verbatim (libpq decodes it)."""
+    ours: dict[str, str] = {}
+    rest: list[str] = []
+    known = ("synchronous_commit" if dialect == "postgresql" else "synchronous", "lease_ttl_ms")
+    for piece in query.split("&") if query else ():
+        name, _, value = piece.partition("=")
+        if unquote(name) in _OPTIONS:
+            if unquote(name) not in known:
+                raise SessionError(
+                    f"{shown}: {unquote(name)} is not an option of {dialect} stores", kind="invalid_argument"
+                )
+            ours[unquote(name)] = unquote(value)
+        elif dialect == "postgresql":
+            rest.append(piece)
+        else:
+            raise SessionError(
+                f"{shown}: unknown store option {unquote(name)!r} (known: {', '.join(known)})",
+                kind="invalid_argument",
+            )
+    return ours, "&".join(rest)
 
 
 def parse_sql_url(url: str) -> SqlUrl:
@@ -43,20 +80,46 @@ def parse_sql_url(url: str) -> SqlUrl:
     if scheme == "sqlite":
         raw = url[len("sqlite:") :]
         path = raw[3:] if raw.startswith("///") else raw[2:] if raw.startswith("//") else raw
-        path = unquote(path.split("?", 1)[0])
+        path, _, query = path.partition("?")
+        path = unquote(path)
         if not path:
             raise SessionError(f"{url}: a SQLite store URL needs a file path", kind="invalid_argument")
+        options, _ = _split_options(url, query, "sqlite")
         resolved = str(Path(path).expanduser().resolve())
-        return SqlUrl("sqlite", resolved, f"sqlite:///{resolved}")
+        return SqlUrl("sqlite", resolved, f"sqlite:///{resolved}", options)
     if scheme in ("postgresql", "postgres"):
         netloc = parts.netloc
         if "@" in netloc:
             credentials, host = netloc.rsplit("@", 1)
-            user = credentials.split(":", 1)[0]
-            netloc = f"{user}@{host}"
-        display = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-        return SqlUrl("postgresql", url, display)
+            netloc = f"{credentials.split(':', 1)[0]}@{host}"  # never show a password
+        options, query = _split_options(
+            urlunsplit((parts.scheme, netloc, parts.path, parts.query, "")), parts.query, "postgresql"
+        )
+        target = urlunsplit((parts.scheme, parts.netloc, parts.path, query, "")) if options else url
+        display = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+        return SqlUrl("postgresql", target, display, options)
     raise SessionError(f"Unsupported store URL: {url}", kind="invalid_argument")
+
+
+def _choice(url: str, name: str, value: str, allowed: tuple[str, ...]) -> str:
+    for choice in allowed:
+        if value.lower() == choice.lower():
+            return choice
+    raise SessionError(
+        f"{url}: {name} must be one of {', '.join(allowed)}, not {value!r}", kind="invalid_argument"
+    )
+
+
+def _positive_int(url: str, name: str, value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise SessionError(
+            f"{url}: {name} must be a positive whole number, not {value!r}", kind="invalid_argument"
+        )
+    return number
 
 
 class Conn:
@@ -82,9 +145,14 @@ class Conn:
     def transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
+    _depth = 0
+    _owner: int | None = None  # the thread whose transaction is open
+
     @property
     def in_transaction(self) -> bool:
-        raise NotImplementedError
+        """Whether the calling thread has a transaction open on this connection (another thread's, such as
+        the lease heartbeat's, does not count: the caller must wait for it and open its own)."""
+        return self._depth > 0 and self._owner == threading.get_ident()
 
     def close(self) -> None:
         raise NotImplementedError
@@ -135,10 +203,6 @@ class SqliteConn(Conn):
             except sqlite3.Error as exc:
                 raise _storage_error(self.display, "a write", exc) from exc
 
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
-
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[None]:
         with self._lock:
@@ -153,7 +217,7 @@ class SqliteConn(Conn):
                 self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as exc:
                 raise _storage_error(self.display, "starting a transaction", exc) from exc
-            self._depth = 1
+            self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -234,10 +298,6 @@ class PgConn(Conn):
             except psycopg.Error as exc:
                 raise _pg_error(self.display, "a write", exc) from exc
 
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
-
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[None]:
         import psycopg
@@ -250,15 +310,17 @@ class PgConn(Conn):
                 finally:
                     self._depth -= 1
                 return
+            committing = False
             try:
                 with self._pool.connection() as conn, conn.transaction():
-                    self._held, self._depth = conn, 1
+                    self._held, self._depth, self._owner = conn, 1, threading.get_ident()
                     try:
                         yield
+                        committing = True
                     finally:
                         self._held, self._depth = None, 0
             except psycopg.Error as exc:
-                raise _pg_error(self.display, "a transaction", exc) from exc
+                raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
 
     def close(self) -> None:
         """Connections belong to the pool: nothing to release here."""
@@ -266,26 +328,63 @@ class PgConn(Conn):
 
 def _pg_error(display: str, what: str, exc: BaseException) -> StorageError:
     import psycopg
+    from psycopg_pool import PoolClosed
 
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, PoolClosed):
+        return StorageError(f"{display}: {what} failed: the store was closed ({text})")
     if isinstance(exc, psycopg.OperationalError):
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        outcome = (
+            "whether the commit took effect is unknown (the next write of this session checks)"
+            if what == "a commit"
+            else "nothing of that operation was written"
+        )
         return StorageError(
-            f"{display}: {what} failed, the connection to the server was lost ({text}); nothing of that "
-            "operation was written, and the next call reconnects"
+            f"{display}: {what} failed, the connection to the server was lost ({text}); {outcome}, and the "
+            "next call reconnects"
         )
     return _storage_error(display, what, exc)
 
 
 class Database:
-    """A SQL store's connections: one per session index for SQLite, a shared pool for PostgreSQL."""
+    """A SQL store's connections: one per session index for SQLite, a shared pool for PostgreSQL.
 
-    def __init__(self, url: str, *, synchronous: str = "FULL", pool_size: int = 8) -> None:
+    Keyword arguments override the URL's options (see the module docstring); ``lease_ttl_ms`` is read by
+    the sessions' writer leases.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: str | None = None,
+        synchronous_commit: str | None = None,
+        lease_ttl_ms: int | None = None,
+        pool_size: int = 8,
+    ) -> None:
         parsed = parse_sql_url(url)
         self.url = url
         self.dialect: Dialect = parsed.dialect
         self.display = parsed.display
         self._target = parsed.target
-        self._synchronous = synchronous
+        options = parsed.options
+        self.synchronous = _choice(
+            url, "synchronous", synchronous or options.get("synchronous", "FULL"), SQLITE_SYNCHRONOUS
+        )
+        commit = synchronous_commit or options.get("synchronous_commit")
+        self.synchronous_commit = (
+            None
+            if commit is None
+            else _choice(self.display, "synchronous_commit", commit, PG_SYNCHRONOUS_COMMIT)
+        )
+        ttl = options.get("lease_ttl_ms")
+        self.lease_ttl_ms = (
+            lease_ttl_ms
+            if lease_ttl_ms is not None
+            else (
+                _positive_int(self.display, "lease_ttl_ms", ttl) if ttl is not None else DEFAULT_LEASE_TTL_MS
+            )
+        )
         self._pool: Any = None
         self._pool_size = pool_size
         self._lock = threading.Lock()
@@ -294,7 +393,7 @@ class Database:
     def connect(self) -> Conn:
         """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL)."""
         if self.dialect == "sqlite":
-            return SqliteConn(self._target, self.display, synchronous=self._synchronous)
+            return SqliteConn(self._target, self.display, synchronous=self.synchronous)
         return PgConn(self._shared_pool(), self.display)
 
     def _shared_pool(self) -> Any:
@@ -312,7 +411,9 @@ class Database:
                     min_size=1,
                     max_size=self._pool_size,
                     kwargs={"autocommit": True},
+                    configure=self._configure,
                     check=ConnectionPool.check_connection,
+                    timeout=POOL_TIMEOUT_S,
                     open=False,
                     name="sessiontree",
                 )
@@ -323,6 +424,11 @@ class Database:
                     self._pool = None
                     raise StorageError(f"{self.display}: cannot connect: {exc}") from exc
             return self._pool
+
+    def _configure(self, conn: Any) -> None:
+        if self.synchronous_commit is not None:
+            # A setting of each pooled connection: no statement of its own in every write transaction.
+            conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
 
     def close(self) -> None:
         """Close the pool (PostgreSQL); SQLite connections are closed by their owners."""

@@ -15,11 +15,11 @@ import threading
 import uuid
 
 from ..errors import SessionError, SessionLockedError
-from .database import Conn
+from .database import DEFAULT_LEASE_TTL_MS, Conn
 
 __all__ = ["DEFAULT_TTL_MS", "WriterLease", "new_owner"]
 
-DEFAULT_TTL_MS = 30_000
+DEFAULT_TTL_MS = DEFAULT_LEASE_TTL_MS
 
 
 def new_owner() -> str:
@@ -123,12 +123,20 @@ class WriterLease:
                 if self.lost is not None:
                     return
 
-    def release(self) -> None:
-        """Stop the heartbeat and delete the lease if it is still ours (idempotent)."""
+    def _stop_heartbeat(self) -> None:
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+
+    def forget(self) -> None:
+        """Drop the lease without touching its row: the transaction that took it was rolled back."""
+        self._stop_heartbeat()
+        self.fence = None
+
+    def release(self) -> None:
+        """Stop the heartbeat and delete the lease if it is still ours (idempotent)."""
+        self._stop_heartbeat()
         if self.fence is None:
             return
         fence, self.fence = self.fence, None

@@ -30,11 +30,15 @@ __all__ = ["SqlRepo"]
 
 
 class SqlRepo(Repo[M]):
-    """Sessions in one database. ``setup()`` applies migrations; the first use of an empty database does too."""
+    """Sessions in one database. ``setup()`` applies migrations; the first use of an empty database does too.
 
-    def __init__(self, url: str, *, manager_class: ManagerClass[M], synchronous: str = "FULL") -> None:
+    ``options`` (``synchronous`` for SQLite, ``synchronous_commit`` for PostgreSQL, ``lease_ttl_ms``)
+    override the URL's options of the same names (``sqlite:///s.db?synchronous=NORMAL&lease_ttl_ms=5000``).
+    """
+
+    def __init__(self, url: str, *, manager_class: ManagerClass[M], **options: Any) -> None:
         self.manager_class = manager_class
-        self.db = Database(url, synchronous=synchronous)
+        self.db = Database(url, **options)
         self.url = url
         self.display = self.db.display
         self._conn = self.db.connect()

@@ -107,9 +107,18 @@ _VERSION_TABLE = (
 )
 
 
+_MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7466347285)"  # 'sesstree': one migrator at a time
+
+
 def applied_version(conn: Conn) -> int:
     """The highest migration applied (0 for an empty database)."""
-    conn.execute(_VERSION_TABLE)
+    if conn.dialect == "postgresql":
+        # two CREATE TABLE IF NOT EXISTS at once can both try to create it (a unique violation in the catalog)
+        with conn.transaction():
+            conn.query(_MIGRATION_LOCK)
+            conn.execute(_VERSION_TABLE)
+    else:
+        conn.execute(_VERSION_TABLE)
     row = conn.query_one("SELECT MAX(version) FROM st_schema")
     return int(row[0]) if row and row[0] is not None else 0
 
@@ -132,7 +141,7 @@ def migrate(conn: Conn) -> list[Migration]:
             continue
         with conn.transaction():
             if conn.dialect == "postgresql":
-                conn.query("SELECT pg_advisory_xact_lock(7466347285)")  # 'sesstree': one migrator at a time
+                conn.query(_MIGRATION_LOCK)
             if applied_version(conn) >= migration.version:
                 continue
             for statement in migration.statements(conn.dialect):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -64,8 +65,13 @@ class SqlSession(SessionIndex):
         self._entries: dict[int, Entry] = {}
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
+        self._labels: list[Entry] | None = None  # label and session_info entries, once read
+        self._present: set[str] = set()  # ids known to exist (the targets of labels)
+        self._appended: list[str] = []  # ids appended in the open transaction
+        self._renewed: float | None = None  # when the open transaction renewed the lease
+        self._recheck = False
         self._info = SessionInfoBuilder()
-        self._lease = WriterLease(self.conn, session_id)
+        self._lease = WriterLease(self.conn, session_id, ttl_ms=db.lease_ttl_ms)
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------
@@ -114,6 +120,7 @@ class SqlSession(SessionIndex):
         self._entries.clear()
         self._absent.clear()
         self._loaded = None
+        self._labels = None
         return True
 
     # -- properties ------------------------------------------------------------------------------------
@@ -196,7 +203,7 @@ class SqlSession(SessionIndex):
         return target if kind == "leaf" else entry_id
 
     def contains(self, entry_id: str) -> bool:
-        if entry_id in self._pointers:
+        if entry_id in self._pointers or entry_id in self._present:
             return True
         return self._by_id(entry_id) is not None
 
@@ -224,17 +231,21 @@ class SqlSession(SessionIndex):
         return list(dict.fromkeys(str(unkey(r[0])) for r in rows))
 
     def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
-        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first."""
-        columns = "e.seq, e.id, e.type, e.parent_id" + (", e.line" if lines else "")
+        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first.
+
+        The columns travel through the recursion (one primary-key lookup per step): joining the walk back
+        to the table let PostgreSQL hash the whole session when its statistics were off (a fresh import).
+        """
+        columns = "seq, parent_seq, depth, id, type, parent_id" + (", line" if lines else "")
+        picked = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
         return self.conn.query(
-            "WITH RECURSIVE p(seq, parent_seq, depth) AS ("
-            " SELECT seq, parent_seq, depth FROM st_entries WHERE session_id = ? AND seq = ?"
+            f"WITH RECURSIVE p({columns}) AS ("
+            f" SELECT {columns} FROM st_entries WHERE session_id = ? AND seq = ?"
             " UNION ALL"
-            " SELECT e.seq, e.parent_seq, e.depth FROM st_entries e JOIN p"
+            f" SELECT {picked} FROM st_entries e JOIN p"
             " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ?"
-            f") SELECT {columns} FROM p JOIN st_entries e ON e.session_id = ? AND e.seq = p.seq"
-            " ORDER BY p.depth",
-            (self.session_id, seq, self.session_id, stop_depth, self.session_id),
+            f") SELECT seq, id, type, parent_id{', line' if lines else ''} FROM p ORDER BY depth",
+            (self.session_id, seq, self.session_id, stop_depth),
         )
 
     def _view(self, rows: Sequence[tuple[Any, ...]]) -> PathView:
@@ -334,7 +345,9 @@ class SqlSession(SessionIndex):
         if self._irregular:
             return self._whole().children(entry_id)
         rows = self.conn.query(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY seq",
+            # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
+            # entry of the session in key order instead of searching the parent index
+            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
             (self.session_id, key(entry_id)),
         )
         return [self._decode(int(seq), line) for seq, line in rows]
@@ -346,12 +359,24 @@ class SqlSession(SessionIndex):
         return self._whole().cycle_problems() if self._irregular else []
 
     def label_and_name_entries(self) -> list[Entry]:
-        rows = self.conn.query(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND type IN ('label', 'session_info') "
-            "ORDER BY seq",
-            (self.session_id,),
-        )
-        return [self._decode(int(seq), line) for seq, line in rows]
+        if self._labels is None:
+            # two searches of the (session_id, type, seq) index: with "type IN (…) ORDER BY seq" SQLite
+            # walks every entry of the session in primary-key order instead
+            rows = self.conn.query(
+                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
+                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'session_info' ORDER BY seq",
+                (self.session_id, self.session_id),
+            )
+            self._labels = [self._decode(int(seq), line) for seq, line in rows]
+            if any(e.get("type") == "label" for e in self._labels):
+                # the manager checks that every label's target exists: one query, not one per label
+                found = self.conn.query(
+                    "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
+                    "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
+                    (self.session_id, self.session_id),
+                )
+                self._present.update(str(unkey(r[0])) for r in found)
+        return list(self._labels)
 
     def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
         """Ids, parent ids and types of every entry in append order (one query)."""
@@ -385,17 +410,20 @@ class SqlSession(SessionIndex):
             raise SessionError(
                 f"{self.location}: cannot write, the session was opened read-only", kind="read_only"
             )
-        if self._lease.held:
+        if self._lease.held and not self._recheck:
             return
         if self._lease.lost is not None:
             raise SessionLockedError(self._lease.lost, kind="lease_lost")
-        self._lease.acquire()
+        if not self._lease.held:
+            self._lease.acquire()
+        self._recheck = False
         if self._exists:
             row = self.conn.query_one(
                 "SELECT MAX(seq) FROM st_entries WHERE session_id = ?", (self.session_id,)
             )
             if (int(row[0]) if row and row[0] is not None else 0) != self._count:
-                self._load()  # another writer appended since we read the session
+                # another writer appended since we read the session, or a commit we saw fail took effect
+                self._load()
                 self._generation += 1
 
     @contextlib.contextmanager
@@ -403,30 +431,56 @@ class SqlSession(SessionIndex):
         if self.conn.in_transaction:
             yield
             return
-        saved = (self._count, self._last, self._exists, self._irregular, self._generation)
+        saved = (self._count, self._last, self._exists, self._irregular)
         saved_info = (
             self._info.name,
             self._info.message_count,
             self._info.first_message,
             self._info.last_activity,
         )
+        had_lease = self._lease.fence is not None
+        saved_labels = None if self._labels is None else len(self._labels)
+        self._appended, self._renewed = [], None
         try:
             with self.conn.transaction():
                 yield
+                if self._appended:
+                    self._finish()
         except BaseException:
-            self._count, self._last, self._exists, self._irregular, _ = saved
-            (
-                self._info.name,
-                self._info.message_count,
-                self._info.first_message,
-                self._info.last_activity,
-            ) = saved_info
-            self._pointers.clear()
-            self._entries.clear()
-            self._absent.clear()
-            self._loaded = None
-            self._generation += 1  # the manager reads labels and the leaf again
+            if not had_lease and self._lease.fence is not None:
+                self._lease.forget()  # taken inside the transaction: rolled back with it
+            if self._appended:
+                self._undo(saved, saved_info, saved_labels)
             raise
+        finally:
+            self._appended, self._renewed = [], None
+
+    def _undo(
+        self,
+        saved: tuple[int, tuple[str, str, str | None] | None, bool, bool],
+        saved_info: tuple[str | None, int, str | None, float | None],
+        saved_labels: int | None,
+    ) -> None:
+        """Forget what a failed transaction appended, keeping what is still true (so the manager can read
+        its labels and leaf back without the server); the next write checks what was really committed."""
+        count = saved[0]
+        for entry_id in self._appended:
+            self._pointers.pop(entry_id, None)
+            self._present.discard(entry_id)
+        for seq in [s for s in self._entries if s > count]:
+            del self._entries[seq]
+        if self._labels is not None:
+            del self._labels[saved_labels or 0 :]
+        self._count, self._last, self._exists, self._irregular = saved
+        (
+            self._info.name,
+            self._info.message_count,
+            self._info.first_message,
+            self._info.last_activity,
+        ) = saved_info
+        self._loaded = None
+        self._recheck = True  # a commit that reported failure may still have taken effect
+        self._generation += 1  # the manager reads labels and the leaf again
 
     def append(self, entry: Mapping[str, Any]) -> None:
         check_envelope(entry)
@@ -436,10 +490,39 @@ class SqlSession(SessionIndex):
         """Insert ``entry`` whose exact line is ``line`` (copies keep the bytes they read)."""
         self.prepare_write()
         with self.transaction():
-            self._lease.renew()
+            self._renew()
             if not self._exists:
                 self._create_row()
             self._insert(entry, line)
+
+    def _renew(self) -> None:
+        """Renew the lease at the first write of a transaction, and again only when a third of its time to
+        live has passed: until the commit the renewal keeps the lease row locked (the whole database in
+        SQLite), so no other writer can take it over in between."""
+        now = time.monotonic()
+        if self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000:
+            self._lease.renew()
+            self._renewed = now
+
+    def _finish(self) -> None:
+        """The end of a transaction that appended: the session row once (not once per entry: a row
+        updated again and again in one PostgreSQL transaction makes each later statement slower), and
+        the lease renewed again when the transaction took long."""
+        info = self._info
+        self.conn.execute(
+            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
+            "modified_ms = ?, irregular = ? WHERE id = ?",
+            (
+                self._count,
+                display(info.name),
+                info.message_count,
+                display(info.first_message),
+                int(info.last_activity) if info.last_activity is not None else None,
+                1 if self._irregular else 0,
+                self.session_id,
+            ),
+        )
+        self._renew()
 
     def _create_row(self) -> None:
         header = self._header
@@ -511,19 +594,6 @@ class SqlSession(SessionIndex):
         info = self._info
         info.add(entry)
         info.texts.clear()  # only the columns are kept; the text goes to the search table
-        self.conn.execute(
-            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
-            "modified_ms = ?, irregular = ? WHERE id = ?",
-            (
-                seq,
-                display(info.name),
-                info.message_count,
-                display(info.first_message),
-                int(info.last_activity) if info.last_activity is not None else None,
-                1 if self._irregular else 0,
-                self.session_id,
-            ),
-        )
         text = entry_search_text(entry)
         if text is not None:
             self.conn.execute(
@@ -532,6 +602,9 @@ class SqlSession(SessionIndex):
             )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)
+        self._appended.append(entry_id)
+        if self._labels is not None and kind in ("label", "session_info"):
+            self._labels.append(dict(entry))
         self._absent.discard(entry_id)
         self._remember(entry_id, pointers)
         self._loaded = None
@@ -546,7 +619,8 @@ class SqlSession(SessionIndex):
             self.conn.execute("UPDATE st_sessions SET problems = ? WHERE id = ?", (payload, self.session_id))
 
     def sync(self) -> None:
-        """Every commit is already durable (``synchronous=FULL``; PostgreSQL's commit)."""
+        """Nothing to do: each commit is as durable as the store's option makes it (SQLite's ``synchronous``,
+        PostgreSQL's ``synchronous_commit``; durable by default)."""
 
     def close(self) -> None:
         if self._closed:
