@@ -160,3 +160,22 @@ def test_compaction_defaults_in_help_agree_with_the_library() -> None:
 
     assert DEFAULT_COMPACTION_SETTINGS.keep_recent_tokens == KEEP_RECENT_TOKENS
     assert DEFAULT_COMPACTION_SETTINGS.reserve_tokens == RESERVE_TOKENS
+
+
+def test_a_symlinked_session_is_read_quietly_and_a_write_says_where_it_goes(example: Path) -> None:
+    link = example.parent / "link.jsonl"
+    link.symlink_to(example)
+    for command in (
+        ["tree", str(link)],
+        ["context", str(link)],
+        ["stats", str(link)],
+        ["show", str(link), "5e550011"],
+    ):
+        code, out, err = run(*command)
+        assert code == 0 and out, err
+        assert "symbolic link" not in err  # a read follows the link: nothing to say
+    code, _, err = run("label", str(link), "5e550011", "chosen")
+    assert code == 0, err
+    assert "symbolic link" in err and str(example.resolve()) in err  # a write says which file it changes
+    assert SessionManager.open(example, read_only=True).get_label("5e550011") == "chosen"
+    assert link.is_symlink()

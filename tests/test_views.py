@@ -290,3 +290,42 @@ def test_previews_of_decoded_records_equal_previews_of_dicts(tmp_path: Any) -> N
         fast = decode_for_preview(store.raw_at(i))
         for width in (20, 90):
             assert entry_preview(fast, width) == entry_preview(store.entry_at(i), width), store.id_at(i)
+
+
+_MESSAGE_SHAPES: list[dict[str, Any]] = [
+    {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "stopReason": "refusal"},
+    {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "x"}],
+        "stopReason": "error",
+        "errorMessage": 5,
+    },
+    {
+        "role": "assistant",
+        "content": [{"type": "redacted_thinking", "data": "…"}, {"type": "text", "text": "y"}],
+    },
+    {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "ls  -l"}}],
+    },
+    {"role": "assistant", "content": [{"type": "toolCall", "name": 3, "arguments": [1, 2]}]},
+    {"role": "developer", "content": "a role pi does not have"},
+    {"role": "toolResult", "toolName": None, "content": [{"type": "image", "data": "", "mimeType": "x"}]},
+    {"role": "branchSummary", "summary": {"not": "a string"}},
+    {"role": "user", "content": [{"type": "text", "text": "漢字" * 80 + "\u0301\x1b[2J"}]},
+]
+
+
+@pytest.mark.parametrize(
+    "message", _MESSAGE_SHAPES + [{"role": value, "content": value} for value in ODD_VALUES]
+)
+def test_decoded_records_of_odd_messages_preview_like_their_dicts(message: dict[str, Any]) -> None:
+    from sessiontree._json import dumps
+    from sessiontree.views import decode_for_preview
+
+    entry = {"type": "message", "id": "e1", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z"}
+    entry["message"] = message
+    record = decode_for_preview(memoryview(dumps(entry).encode()))
+    for width in (1, 12, 40, 90):
+        assert entry_preview(record, width) == entry_preview(entry, width)
+        assert entry_preview(record, line_width=width) == entry_preview(entry, line_width=width)

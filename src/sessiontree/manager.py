@@ -101,8 +101,8 @@ class SessionManager:
         self._index_labels_and_name()
         self._leaf: str | None = index.last_leaf()
         self._cycles_checked: int | None = None
-        for problem in [*index.problems, *self._extra_problems]:
-            logger.warning("%s", problem.message)
+        for problem in [*index.problems, *self._extra_problems]:  # notes are news, the rest is damage
+            logger.log(logging.INFO if problem.is_note else logging.WARNING, "%s", problem.message)
 
     def _index_labels_and_name(self) -> None:
         """Labels and the session name from the session's label and name entries (on load and re-index)."""

@@ -73,7 +73,7 @@ def cell_width(text: str) -> int:
     """The number of terminal cells ``text`` takes (wide East Asian characters count 2, combining marks 0)."""
     if text.isascii() or not _NOT_ONE_CELL.search(text):
         return len(text)
-    return sum(_char_width(c) for c in text)
+    return sum(map(_char_width, text))
 
 
 def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
@@ -82,15 +82,17 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
         return ""
     if 2 * len(text) <= width:
         return text  # fits even if every character were wide
-    if text.isascii() or not _NOT_ONE_CELL.search(text):
-        if len(text) <= width:
-            return text
-        return text[: max(0, width - cell_width(ellipsis))] + ellipsis
-    room = width - cell_width(ellipsis)
-    used = 0
-    cut: int | None = None
-    for i, char in enumerate(text):  # one pass, over about ``width`` characters at most
-        used += _char_width(char)
+    room = max(0, width - cell_width(ellipsis))
+    first = None if text.isascii() else _NOT_ONE_CELL.search(text)
+    if first is None:  # one cell per character
+        return text if len(text) <= width else text[:room] + ellipsis
+    start = first.start()  # the characters before it take a cell each
+    if start > width:
+        return text[:room] + ellipsis
+    used = start
+    cut: int | None = room if start > room else None
+    for i in range(start, len(text)):  # one pass, over about ``width`` characters at most
+        used += _char_width(text[i])
         if cut is None and used > room:
             cut = i
         if used > width:
@@ -98,28 +100,39 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     return text
 
 
-def one_line(text: str, width: int, *, lookahead: int = 2) -> str:
+def one_line(text: str, width: int) -> str:
     """The start of ``text`` made safe (``safe_text``), whitespace runs collapsed, cut to ``width`` cells.
 
-    Only a prefix of a long text is looked at (``lookahead`` × ``width`` characters, more while collapsing
-    whitespace leaves it narrower than the width), so previews of megabyte tool outputs stay cheap.
+    Only a prefix of a long text is looked at (a little more than ``width`` characters, more while collapsing
+    whitespace leaves it narrower than the width), so previews of megabyte tool outputs stay cheap. Collapsing
+    a prefix gives a prefix of the collapsed text, so the result is the same as for the whole text.
     """
     if width <= 0:
         return ""
-    if len(text) <= width and text.isascii() and text.isprintable() and "  " not in text:
+    if (
+        len(text) <= width
+        and text.isascii()
+        and text.isprintable()
+        and "  " not in text
+        and text[:1] != " " != text[-1:]
+    ):
         return text  # already one clean line (isprintable is false for every control character)
-    take = max(64, width * lookahead)
+    take = max(32, width + (width >> 2))
     while True:
         head = text[:take]
         flat = " ".join(head.split())
         if flat.isascii() and flat.isprintable():  # the common case: nothing to escape, one cell each
             if len(flat) > width:
                 return flat[: width - 1] + "…" if width > 1 else "…"
-            if len(head) == len(text):
-                return flat
-            take *= 4
-            continue
-        flat = safe_text(flat)
-        if len(head) == len(text) or len(flat) > width:  # a wide character only makes it wider
-            return cut_to_width(flat, width)
+        else:
+            flat = safe_text(flat)
+            if not _NOT_ONE_CELL.search(flat):  # still one cell per character
+                if len(flat) > width:
+                    return flat[: width - 1] + "…" if width > 1 else "…"
+            else:
+                cut = cut_to_width(flat, width)
+                if cut is not flat:  # cut_to_width gives back the very same string when it all fits
+                    return cut
+        if len(head) == len(text):
+            return flat
         take *= 4

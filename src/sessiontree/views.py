@@ -7,7 +7,7 @@ reads no files, and every walk is linear in the number of nodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -149,28 +149,35 @@ def connector_prefix(guides: Sequence[bool], branch_start: bool, max_levels: int
     return "".join(parts)
 
 
-class _Block(msgspec.Struct):
-    type: Any = None
+# The preview records: Literal fields decode to the one shared string (no allocation per entry); a value
+# outside them fails validation and the line takes the general path, so any value still previews.
+class _Block(msgspec.Struct, gc=False):
+    type: Literal["text", "thinking", "toolCall", "image"] | None = None
     text: Any = None
     thinking: Any = None
     name: Any = None
     arguments: msgspec.Raw = msgspec.Raw(b"null")  # decoded only when a preview gets as far as showing them
 
 
-class _Message(msgspec.Struct):
-    role: Any = None
+class _Message(msgspec.Struct, gc=False):
+    role: (
+        Literal[
+            "user", "assistant", "toolResult", "bashExecution", "custom", "compactionSummary", "branchSummary"
+        ]
+        | None
+    ) = None
     content: str | list[_Block] | None = None
     toolName: Any = None
     command: Any = None
-    stopReason: Any = None
+    stopReason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
     errorMessage: Any = None
     summary: Any = None
 
 
-class _MessageEntry(msgspec.Struct):
+class _MessageEntry(msgspec.Struct, gc=False):
     """The fields of a ``message`` entry that a preview shows; everything else is skipped, not decoded."""
 
-    type: Any = None
+    type: Literal["message"] | None = None
     id: Any = None
     message: _Message | None = None
 
@@ -179,10 +186,10 @@ _preview_decoder = msgspec.json.Decoder(_MessageEntry)
 _MESSAGE_LINE = b'{"type":"message"'
 
 
-def decode_for_preview(raw: bytes) -> Any:
+def decode_for_preview(raw: bytes | memoryview) -> Any:
     """An entry's line decoded for ``entry_preview`` only: a message as pi writes it becomes a light record
     of the previewed fields (several times faster than a dict of everything); other lines become dicts."""
-    if raw.startswith(_MESSAGE_LINE):
+    if raw[: len(_MESSAGE_LINE)] == _MESSAGE_LINE:
         try:
             return _preview_decoder.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -221,7 +228,9 @@ def message_text(content: Any, limit: int | None = None) -> str:
             elif kind == "thinking":
                 parts.append(f"(thinking) {_str(_get(block, 'thinking', ''))}")
             elif kind == "toolCall":
-                parts.append(f"{_str(_get(block, 'name'))}({_short_args(_get(block, 'arguments'))})")
+                parts.append(
+                    f"{_str(_get(block, 'name'))}({_short_args(_get(block, 'arguments'), 1 << 30 if limit is None else limit)})"
+                )
             elif kind == "image":
                 parts.append("[image]")
             else:
@@ -237,15 +246,23 @@ def _str(value: Any, limit: int = 4000) -> str:
     return text[:limit] if len(text) > limit else text
 
 
-def _short_args(arguments: Any) -> str:
+def _short_args(arguments: Any, limit: int = 1 << 30) -> str:
+    """``key='value', …`` of a tool call's arguments, each value cut to 40 characters; arguments stop being
+    added once the text is at least ``limit`` characters long (previews show a line at most)."""
     if isinstance(arguments, msgspec.Raw):
         arguments = _json.loads(bytes(arguments))
     if not isinstance(arguments, dict):
         return ""
-    return ", ".join(
-        f"{_str(k, 40)}={v[:40]!r}" if isinstance(v, str) else f"{_str(k, 40)}={_str(v, 40)}"
-        for k, v in arguments.items()
-    )
+    parts: list[str] = []
+    size = 0
+    for key, value in arguments.items():
+        if size >= limit:
+            break
+        name = key if len(key) <= 40 else key[:40]  # JSON object keys are strings
+        part = f"{name}={value[:40]!r}" if type(value) is str else f"{name}={_str(value, 40)}"
+        parts.append(part)
+        size += len(part) + 2
+    return ", ".join(parts)
 
 
 def _names(value: Any) -> str:
@@ -261,12 +278,24 @@ def entry_role(entry: dict[str, Any]) -> str | None:
     return role if isinstance(role, str) else None
 
 
+_PLAIN_ROLES = frozenset(
+    ("user", "assistant", "toolResult", "bashExecution", "custom", "compactionSummary", "branchSummary")
+)
+
+
 def entry_preview(entry: Any, width: int = 80, *, line_width: int | None = None) -> str:
     """A one-line description of an entry (role or type, then its text), safe to print: control characters
     and escape sequences are shown escaped, and the text is cut to ``width`` terminal cells (or, with
     ``line_width``, the whole preview to that many)."""
     if line_width is not None:
         width = line_width
+    if type(entry) is _MessageEntry and entry.message is not None:  # the hot path of long listings
+        role = entry.message.role
+        if role in _PLAIN_ROLES and len(role) <= width:  # the role is its own head, shown as it is
+            name, text = _record_parts(entry.message, width * 2 + 16)
+            room = width - len(name) - 2 if line_width is not None else width
+            if room > 0:
+                return f"{name}: {one_line(text, room)}"
     head, body = _preview_parts(entry, width * 2 + 16)
     head = one_line(head, min(60, width))
     if body is None:
@@ -282,9 +311,17 @@ def _record_text(content: Any, limit: int) -> str:
     """``message_text`` for decoded records (attribute access, the hot path of long previews)."""
     if isinstance(content, str):
         return content
+    if not content:
+        return ""
+    if len(content) == 1:  # the common case: one block
+        block = content[0]
+        if block.type == "text":
+            text = block.text
+            if type(text) is str:
+                return text[:limit]
     parts: list[str] = []
     size = 0
-    for block in content or ():
+    for block in content:
         if size >= limit:
             break
         kind = block.type
@@ -293,7 +330,7 @@ def _record_text(content: Any, limit: int) -> str:
         elif kind == "thinking":
             part = f"(thinking) {_str(block.thinking if block.thinking is not None else '', limit)}"
         elif kind == "toolCall":
-            part = f"{_str(block.name)}({_short_args(block.arguments)})"
+            part = f"{_str(block.name)}({_short_args(block.arguments, limit)})"
         elif kind == "image":
             part = "[image]"
         else:
@@ -327,7 +364,9 @@ def _preview_parts(entry: Any, limit: int | None = None) -> tuple[str, str | Non
         message = _get(entry, "message")
         if not isinstance(message, _RECORDS):
             message = {}
-        role = _get(message, "role", "?")
+        role = _get(message, "role")
+        if role is None:  # missing or null: the same as a decoded record says
+            role = "?"
         if role == "toolResult":
             body = f"{_str(_get(message, 'toolName'))}: {message_text(_get(message, 'content'), limit)}"
         elif role == "bashExecution":

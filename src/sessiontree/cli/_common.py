@@ -321,12 +321,16 @@ def report_problems(manager: SessionManager, file: Path, *, skip: frozenset[str]
         warn(f"{len(damage) - _MAX_WARNINGS} more problems; `sessiontree check {file}` lists them all")
 
 
+# Notes that only matter to a command that writes (a read follows a symbolic link without surprise).
+_WRITE_NOTES = frozenset({"symlink"})
+
+
 def open_read(ref: str) -> tuple[SessionManager, Path]:
     """Open the session ``ref`` names read-only (nothing is locked or written), warning about damage."""
     path = session_path(ref)
     with handled():
         manager = open_session(path, read_only=True)
-        report_problems(manager, path)
+        report_problems(manager, path, skip=_WRITE_NOTES)
     return manager, path
 
 

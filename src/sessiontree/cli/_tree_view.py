@@ -146,6 +146,17 @@ def _visible(rows: list[TreeRow], options: TreeOptions) -> Iterator[tuple[TreeRo
         i = j
 
 
+def _path_entries(store: EntryStore, ids: list[str], chunk: int = 8192) -> Iterator[Any]:
+    """The entries ``ids`` decoded for previews, read a chunk at a time (a path of 100,000 entries costs a few
+    hundred kilobytes at once, not the whole file)."""
+    for start in range(0, len(ids), chunk):
+        part = ids[start : start + chunk]
+        positions = [store.index_of(i) for i in part]
+        raws = iter(store.raw_views_at([p for p in positions if p is not None]))
+        for entry_id, position in zip(part, positions, strict=True):
+            yield decode_for_preview(next(raws)) if position is not None else {"id": entry_id}
+
+
 def _path_lines(
     manager: SessionManager, ids: list[str], options: TreeOptions, style: Styler
 ) -> Iterator[str]:
@@ -156,26 +167,25 @@ def _path_lines(
     width = options.width
     shown = ids if options.limit is None else ids[: options.limit]
     if store is not None:  # raw lines by position: previews without decoding whole entries
-        positions = [store.index_of(i) for i in shown]
-        raws = iter(store.raws_at([p for p in positions if p is not None]))
-        entries = (
-            decode_for_preview(next(raws)) if p is not None else {"id": i}
-            for i, p in zip(shown, positions, strict=True)
-        )
+        entries = _path_entries(store, shown)
     else:
         view = manager.get_path_view()
         entries = (view[k] for k in range(len(shown)))
+    styled = style.enabled
     for entry_id, entry in zip(shown, entries, strict=True):
-        shown_id = (
-            entry_id
-            if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum()
-            else cut_to_width(safe_text(entry_id), _ID_CELLS)
-        )
-        label = labels.get(entry_id)
-        tag = f" [{one_line(label, _LABEL_CELLS)}]" if label else ""
-        used = 3 + cell_width(shown_id) + cell_width(tag)
+        if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum():
+            shown_id, used = entry_id, 3 + len(entry_id)  # pi's ids: shown as they are
+        else:
+            shown_id = cut_to_width(safe_text(entry_id), _ID_CELLS)
+            used = 3 + cell_width(shown_id)
+        label = labels.get(entry_id) if labels else None
+        if label:
+            tag = f" [{one_line(label, _LABEL_CELLS)}]"
+            used += cell_width(tag)
+        else:
+            tag = ""
         preview = entry_preview(entry, line_width=max(1, width - used))
-        if style.enabled:
+        if styled:
             shown_id, tag = style(shown_id, "bold"), style(tag, "yellow")
         yield f"{'●' if entry_id == leaf else '•'} {shown_id}{tag} {preview}"
     if len(shown) < len(ids):

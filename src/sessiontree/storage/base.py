@@ -190,6 +190,11 @@ class EntryStore(ABC):
         """``[raw_at(i) for i in positions]``, done in one call (a file store reads the bytes once)."""
         return [self.raw_at(i) for i in positions]
 
+    def raw_views_at(self, positions: Sequence[int]) -> Sequence[bytes | memoryview]:
+        """The lines of ``raws_at`` as read-only buffers that may share one read (no copy per line): for
+        decoders that take any buffer; valid while the result is referenced."""
+        return self.raws_at(positions)
+
     def types_at(self, positions: Iterable[int]) -> list[str]:
         """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""
         return [self.type_at(i) for i in positions]

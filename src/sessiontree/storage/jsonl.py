@@ -381,6 +381,14 @@ class JsonlStore(IndexedStore):
         blob = self._read_range(low, max(ends[i] for i in positions))
         return [blob[starts[i] - low : ends[i] - low] for i in positions]
 
+    def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
+        if not positions:
+            return []
+        starts, ends = self._starts, self._ends
+        low = min(starts[i] for i in positions)
+        blob = memoryview(self._read_range(low, max(ends[i] for i in positions))).toreadonly()
+        return [blob[starts[i] - low : ends[i] - low] for i in positions]
+
     def entries(self) -> list[dict[str, Any]]:
         # one read for the whole file instead of a pread per entry
         n = len(self._ids)
