@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree.agent import HarnessError, ScriptedModel, overflow_reply, reply
+from sessiontree.agent import HarnessError, RetrySettings, ScriptedModel, overflow_reply, reply
 from sessiontree.agent.compaction_policy import OVERFLOW_RECOVERY_FAILED, CompactionCheck, check_compaction
 from sessiontree.agent.scripted import error_reply
 from sessiontree.compaction import CompactionSettings
@@ -320,7 +320,8 @@ async def test_the_focus_reaches_the_summarizer() -> None:
 
 async def test_errors_in_the_retry_reply_are_not_overflows_forever() -> None:
     model = ScriptedModel([overflow_reply(), error_reply("529 overloaded")])
-    h = harness(model, seeded(SessionManager.in_memory("/w"), model=model), compaction=SMALL)
+    manager = seeded(SessionManager.in_memory("/w"), model=model)
+    h = harness(model, manager, compaction=SMALL, retry=RetrySettings(enabled=False))
     last = await h.prompt("q")
     assert last["errorMessage"] == "529 overloaded" and len(model.requests) == 2
 

@@ -149,3 +149,19 @@ def test_other_commands_load_neither_the_chat_nor_textual(tmp_path: Path) -> Non
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert "LOADED []" in done.stderr and "chat" in done.stdout
+
+
+def test_retry_settings_come_from_the_settings_file_or_pis(tmp_path: Path) -> None:
+    from sessiontree.agent import RetrySettings
+
+    assert settings(tmp_path).retry == RetrySettings()
+    pi_only = settings(tmp_path, None, {"retry": {"maxRetries": 5}})
+    assert pi_only.retry == RetrySettings(max_retries=5)
+    own = settings(tmp_path, {"retry": {"enabled": False}}, {"retry": {"maxRetries": 5}})
+    assert own.retry == RetrySettings(enabled=False)
+    with pytest.raises(SessionError, match=r"own\.json: bad 'retry' settings .*maxRetries"):
+        settings(tmp_path, {"retry": {"maxRetries": "many"}})
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with pytest.raises(SessionError, match=r"settings\.json: 'retry' must be an object"):
+        settings(fresh, None, {"retry": 3})

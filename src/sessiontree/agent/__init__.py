@@ -10,6 +10,7 @@ from __future__ import annotations
 from .harness import AbortResult, AgentHarness
 from .loop import run_agent_loop, run_agent_loop_continue
 from .navigation import BranchMove, ForkResult, branch_to
+from .retry import RetrySettings, is_retryable_error
 from .runner import SyncHarness
 from .scripted import (
     Reply,
@@ -36,6 +37,7 @@ __all__ = [
     "HarnessError",
     "LoopConfig",
     "Reply",
+    "RetrySettings",
     "ScriptedModel",
     "ScriptedRequest",
     "SyncHarness",
@@ -44,6 +46,7 @@ __all__ = [
     "branch_to",
     "coding_tools",
     "error_reply",
+    "is_retryable_error",
     "overflow_reply",
     "read_only_tools",
     "reply",

@@ -14,6 +14,8 @@ __all__ = [
     "agent_end",
     "agent_start",
     "assistant_message_event",
+    "auto_retry_end",
+    "auto_retry_start",
     "compaction_end",
     "compaction_start",
     "message_end",
@@ -114,6 +116,25 @@ def queue_update(steer: list[Message], follow_up: list[Message], next_turn: list
 
 def save_point(had_pending_mutations: bool) -> Event:
     return {"type": "save_point", "hadPendingMutations": had_pending_mutations}
+
+
+def auto_retry_start(attempt: int, max_attempts: int, delay_ms: int, error_message: str) -> Event:
+    """pi's ``auto_retry_start``: attempt ``attempt`` of ``max_attempts`` is sent after ``delay_ms``."""
+    return {
+        "type": "auto_retry_start",
+        "attempt": attempt,
+        "maxAttempts": max_attempts,
+        "delayMs": delay_ms,
+        "errorMessage": error_message,
+    }
+
+
+def auto_retry_end(success: bool, attempt: int, final_error: str | None = None) -> Event:
+    """pi's ``auto_retry_end``: the retries are over (``finalError`` when they did not help)."""
+    event: Event = {"type": "auto_retry_end", "success": success, "attempt": attempt}
+    if final_error is not None:
+        event["finalError"] = final_error
+    return event
 
 
 def compaction_start(reason: str) -> Event:

@@ -11,7 +11,8 @@ Events (dicts with ``"type"`` and pi's camelCase payload keys): the loop's ``age
 ``message_start/update/end``, ``tool_execution_start/update/end``, ``turn_end``, ``agent_end``; the
 harness's ``save_point``, ``settled``, ``queue_update``, ``abort``, ``model_update``,
 ``thinking_level_update``, ``tools_update``, ``compaction_start/end``, ``session_compact``,
-``session_tree`` and, beyond pi, ``resume {kind, rerun, interrupted}``.
+``auto_retry_start/end``, ``session_tree`` and, beyond pi, ``resume {kind, rerun, interrupted}``; ``agent_end``
+carries ``willRetry`` as pi's AgentSession adds it.
 
 Decisions where pi and the issue are silent: synchronous setters (``set_model``, ``steer``...) return an
 awaitable; awaiting it delivers their event at once, otherwise it goes out at the harness's next await. When
@@ -53,6 +54,7 @@ from .live import apply_tools, change_model, change_thinking_level, record_setti
 from .navigation import BranchMove, ForkResult, clone_session, fork_session
 from .queues import MessageQueues
 from .resume import INTERRUPTED_TEXT, find_interruption
+from .retry import DEFAULT_RETRY_SETTINGS, RetrySettings
 from .run import RunParts, compact_before_prompt, drive, drop_trailing_error, repair_interrupted, snapshot
 from .session import AsyncSession
 from .turn_state import ContextCache, LiveSettings, SystemPrompt
@@ -103,7 +105,9 @@ def _user(text: str, images: Sequence[dict[str, Any]] | None, timestamp: int) ->
 class AgentHarness:
     """Runs an agent against a ``SessionManager`` (see the module docstring; names as in SPEC B§10).
 
-    ``compaction`` takes ``sessiontree.compaction.CompactionSettings`` (pi's defaults); ``summarizer`` writes
+    ``compaction`` takes ``sessiontree.compaction.CompactionSettings`` (pi's defaults); ``retry`` takes
+    ``RetrySettings`` (pi's: a reply failed for a passing reason is sent again up to 3 times after 2, 4, 8 s;
+    ``RetrySettings(enabled=False)`` turns it off); ``summarizer`` writes
     compaction and branch summaries (a ``Summarizer`` or a ``Model``; default: the offline summarizer);
     ``models`` lets navigation restore a model recorded on a branch; ``stream`` replaces
     ``sessiontree.llm.stream`` (tests, proxies).
@@ -139,6 +143,7 @@ class AgentHarness:
         api_key: str | None = None,
         thinking_level: ThinkingLevel = "off",
         compaction: CompactionSettings | None = None,
+        retry: RetrySettings | None = None,
         summarizer: Summarizer | Model | None = None,
         active_tool_names: Sequence[str] | None = None,
         stream_options: StreamOptions | None = None,
@@ -169,6 +174,7 @@ class AgentHarness:
             live=live,
             compactor=compactor,
             compaction=settings,
+            retry=retry or DEFAULT_RETRY_SETTINGS,
             tool_execution=tool_execution,
             clock=session.clock,
             stream=stream or llm_stream,

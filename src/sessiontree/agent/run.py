@@ -24,6 +24,7 @@ from .compaction_policy import CompactionCheck, Compactor, check_compaction
 from .loop import run_agent_loop, run_agent_loop_continue
 from .queues import MessageQueues
 from .resume import unanswered_tool_calls
+from .retry import DEFAULT_RETRY_SETTINGS, RetrySettings, is_retryable_error, wait_or_abort
 from .session import AsyncSession
 from .tool_calls import execute_tool_calls, fail_truncated_tool_calls
 from .turn_state import ContextCache, LiveSettings, TurnState, create_turn_state
@@ -74,6 +75,9 @@ class RunParts:
     phase: Phase = "idle"
     signal: AbortSignal | None = None
     overflow_attempted: bool = False
+    retry: RetrySettings = DEFAULT_RETRY_SETTINGS
+    retry_attempt: int = 0
+    """Retries made for the current failure (0: none pending); reset by a reply that is not an error."""
     stream: Callable[..., Any] = field(default=llm_stream)
     models: dict[tuple[str, str], Model] = field(default_factory=dict)
     """Models the harness can switch back to when a branch records them (navigation)."""
@@ -103,9 +107,13 @@ async def handle_event(parts: RunParts, event: Event) -> None:
     if kind == "message_end":
         message = event["message"]
         await parts.session.append_message(message)
-        if message.get("role") == "assistant" and message.get("stopReason") != "error":
+        succeeded = message.get("role") == "assistant" and message.get("stopReason") != "error"
+        if succeeded:
             parts.overflow_attempted = False
         await parts.bus.emit(event)
+        if succeeded and parts.retry_attempt > 0:
+            attempt, parts.retry_attempt = parts.retry_attempt, 0
+            await parts.bus.emit(ev.auto_retry_end(True, attempt))
         return
     if kind == "turn_end":
         failure: Exception | None = None
@@ -123,7 +131,41 @@ async def handle_event(parts: RunParts, event: Event) -> None:
     if kind == "agent_end":
         await parts.writes.flush(parts.session)
         await parts.session.sync()
+        event = {**event, "willRetry": _will_retry(parts, _last_assistant(event.get("messages") or []))}
     await parts.bus.emit(event)
+
+
+def _retryable(parts: RunParts, message: AgentMessage | None) -> bool:
+    window = parts.live.model.context_window
+    return message is not None and parts.retry.enabled and is_retryable_error(message, window)
+
+
+def _will_retry(parts: RunParts, message: AgentMessage | None) -> bool:
+    """What ``agent_end`` says: the run's last reply failed for a passing reason and a retry is left."""
+    return _retryable(parts, message) and parts.retry_attempt < parts.retry.max_retries
+
+
+async def _retry(parts: RunParts, last: AgentMessage, signal: AbortSignal) -> bool:
+    """pi's retry step after a run: True when the caller should send the request again (after the wait)."""
+    error = last.get("errorMessage")
+    if not _retryable(parts, last):
+        if last.get("stopReason") == "error" and parts.retry_attempt > 0:  # a different failure ends it
+            attempt, parts.retry_attempt = parts.retry_attempt, 0
+            await parts.bus.emit(ev.auto_retry_end(False, attempt, error))
+        return False
+    parts.retry_attempt += 1
+    attempt, settings = parts.retry_attempt, parts.retry
+    if attempt > settings.max_retries:
+        parts.retry_attempt = 0
+        await parts.bus.emit(ev.auto_retry_end(False, attempt - 1, error))
+        return False
+    delay = settings.delay_ms(attempt)
+    await parts.bus.emit(ev.auto_retry_start(attempt, settings.max_retries, delay, str(error)))
+    if not await wait_or_abort(delay, signal):
+        parts.retry_attempt = 0
+        await parts.bus.emit(ev.auto_retry_end(False, attempt, "Retry cancelled"))
+        return False
+    return True
 
 
 # -- the loop's configuration from the snapshot ------------------------------------------------------------
@@ -336,10 +378,19 @@ def _last_assistant(messages: list[AgentMessage]) -> AgentMessage | None:
 
 
 def drop_trailing_error(state: TurnState) -> TurnState:
-    """The snapshot without a trailing error reply (the in-memory context of a retry; the file keeps it)."""
-    last = state.messages[-1] if state.messages else None
-    if last is not None and last.get("role") == "assistant" and last.get("stopReason") == "error":
-        state.messages = state.messages[:-1]
+    """The snapshot without its trailing error replies (the in-memory context of a retry; the file keeps
+    them). pi drops each failed reply from memory as it retries, so after an overflow's compaction and a
+    failed retry of it, both failures go."""
+    messages = state.messages
+    end = len(messages)
+    while (
+        end
+        and messages[end - 1].get("role") == "assistant"
+        and messages[end - 1].get("stopReason") == "error"
+    ):
+        end -= 1
+    if end < len(messages):
+        state.messages = messages[:end]
     return state
 
 
@@ -359,6 +410,11 @@ async def drive(
         added = await _loop(parts, state, prompts, system_prompt, signal)
         last = _last_assistant(added) or last
         if last is None or signal.aborted:
+            return last
+        if await _retry(parts, last, signal):
+            state, prompts, system_prompt = drop_trailing_error(await snapshot(parts)), None, None
+            continue
+        if signal.aborted:
             return last
         context = await current_context(parts)
         check = check_compaction(

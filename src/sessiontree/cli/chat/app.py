@@ -119,6 +119,7 @@ class ChatApp:
             api_key=choice.api_key,
             thinking_level=self.thinking_level,
             compaction=self.config.settings.compaction,
+            retry=self.config.settings.retry,
             summarizer=choice.model,
             models=self.config.registry,
         )

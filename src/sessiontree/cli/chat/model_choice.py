@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ...agent.retry import DEFAULT_RETRY_SETTINGS, RetrySettings
 from ...compaction.settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from ...errors import SessionError
 from ...llm.models import (
@@ -91,6 +92,7 @@ class ChatSettings:
     thinking_level: str | None = None
     compaction: CompactionSettings = DEFAULT_COMPACTION_SETTINGS
     origin: dict[str, str] = field(default_factory=dict)
+    retry: RetrySettings = DEFAULT_RETRY_SETTINGS
 
 
 def _text(data: Mapping[str, Any], key: str, path: Path) -> str | None:
@@ -103,9 +105,9 @@ def _text(data: Mapping[str, Any], key: str, path: Path) -> str | None:
 
 
 def load_settings(path: Path | None = None, *, environ: Mapping[str, str] | None = None) -> ChatSettings:
-    """sessiontree's settings file (``model``, ``baseUrl``, ``thinkingLevel``, ``compaction``), with pi's
-    ``settings.json`` (``defaultProvider`` + ``defaultModel``, ``defaultThinkingLevel``, ``compaction``) filling
-    what it leaves out. Missing files are empty; a damaged one raises naming the file."""
+    """sessiontree's settings file (``model``, ``baseUrl``, ``thinkingLevel``, ``compaction``, ``retry``), with
+    pi's ``settings.json`` (``defaultProvider`` + ``defaultModel``, ``defaultThinkingLevel``, ``compaction``,
+    ``retry``) filling what it leaves out. Missing files are empty; a damaged one raises naming the file."""
     own_path = path if path is not None else default_settings_path(environ)
     pi_path = pi_settings_path(environ)
     own, pi = _read_json(own_path), _read_json(pi_path)
@@ -130,7 +132,17 @@ def load_settings(path: Path | None = None, *, environ: Mapping[str, str] | None
             raise SessionError(
                 f"{own_path}: bad 'compaction' settings ({exc})", kind="invalid_argument"
             ) from None
-    return ChatSettings(model, _text(own, "baseUrl", own_path), thinking, compaction, origin)
+    raw_retry = own.get("retry", pi.get("retry"))
+    retry = DEFAULT_RETRY_SETTINGS
+    if raw_retry is not None:
+        where = own_path if "retry" in own else pi_path
+        if not isinstance(raw_retry, dict):
+            raise SessionError(f"{where}: 'retry' must be an object", kind="invalid_argument")
+        try:
+            retry = RetrySettings.from_dict(raw_retry)
+        except SessionError as exc:
+            raise SessionError(f"{where}: bad 'retry' settings ({exc})", kind="invalid_argument") from None
+    return ChatSettings(model, _text(own, "baseUrl", own_path), thinking, compaction, origin, retry)
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,19 @@ class Transcript:
         elif event.get("errorMessage") and not event.get("aborted") and event.get("reason") != "manual":
             self.error(str(event.get("errorMessage")))  # a manual /compact reports its own failure
 
+    def _on_auto_retry_start(self, event: dict[str, Any]) -> None:
+        seconds = (event.get("delayMs") or 0) / 1000
+        self.notice(
+            f"Retrying in {seconds:g} s (attempt {event.get('attempt')} of {event.get('maxAttempts')}): "
+            + one_line(str(event.get("errorMessage") or ""), _WIDTH)
+        )
+        self.activity = "waiting to retry… (ctrl+c aborts)"
+
+    def _on_auto_retry_end(self, event: dict[str, Any]) -> None:
+        self.activity = "working… (ctrl+c aborts)"
+        if not event.get("success"):
+            self.error(f"Gave up after {event.get('attempt')} retries: {event.get('finalError')}")
+
     def _on_resume(self, event: dict[str, Any]) -> None:
         self.notice(f"Resuming an interrupted run ({event.get('kind')})")
 
