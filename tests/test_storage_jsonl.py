@@ -526,3 +526,26 @@ def test_raws_at_gives_the_same_lines_as_raw_at(tmp_path: Path) -> None:
     assert store.raws_at(positions) == [store.raw_at(i) for i in positions]
     assert store.raws_at([]) == []
     manager.close()
+
+
+def test_preload_decodes_every_node_of_a_tree_in_bulk_and_equals_reading_one_by_one(tmp_path: Path) -> None:
+    from sessiontree import SessionManager
+    from sessiontree.tree import preload_entries
+
+    path = tmp_path / "s.jsonl"
+    writer = SessionManager.open(path)
+    first = writer.append_message({"role": "user", "content": "a", "timestamp": 1})
+    for i in range(20_000):  # more than one chunk of preloading, and a branch
+        writer.append_message({"role": "user", "content": f"m{i} " + "é" * (i % 7), "timestamp": i})
+    writer.branch(first)
+    writer.append_message({"role": "user", "content": "other branch", "timestamp": 2})
+    writer.close()
+    manager = SessionManager.open(path, read_only=True)
+    store = manager.store
+    roots = manager.get_tree()
+    preload_entries(roots)
+    assert len(store._cache) == len(store)  # every entry decoded, no read per entry later
+    fresh = SessionManager.open(path, read_only=True).store
+    assert [store.entry_at(i) for i in range(len(store))] == [fresh.entry_at(i) for i in range(len(fresh))]
+    store.preload([3, 3, 5])  # cached already: nothing changes
+    assert store.entry_at(3) == fresh.entry_at(3)

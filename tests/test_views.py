@@ -329,3 +329,21 @@ def test_decoded_records_of_odd_messages_preview_like_their_dicts(message: dict[
     for width in (1, 12, 40, 90):
         assert entry_preview(record, width) == entry_preview(entry, width)
         assert entry_preview(record, line_width=width) == entry_preview(entry, line_width=width)
+
+
+def _prefix_reference(guides: tuple[bool, ...], branch_start: bool, max_levels: int) -> str:
+    parts = [("└─ " if g else "├─ ") if i == len(guides) - 1 and branch_start else ("   " if g else "│  ")
+             for i, g in enumerate(guides)]  # fmt: skip
+    hidden = len(parts) - max(1, max_levels)
+    return f"+{hidden} " + "".join(parts[hidden:]) if hidden > 0 else "".join(parts)
+
+
+def test_connector_prefix_draws_only_the_levels_it_shows() -> None:
+    from sessiontree.views import connector_prefix
+
+    for guides in itertools.chain.from_iterable(itertools.product((False, True), repeat=n) for n in range(7)):
+        for branch_start in (False, True):
+            for max_levels in (0, 1, 2, 3, 8):
+                expected = _prefix_reference(guides, branch_start, max_levels)
+                assert connector_prefix(guides, branch_start, max_levels) == expected
+    assert connector_prefix((True,) * 100_000, True, 4) == "+99996 " + "   " * 3 + "└─ "

@@ -17,17 +17,18 @@ from typing import Any
 from .ids import parse_iso_ms
 from .storage.base import EntryStore, Problem
 
-__all__ = ["TreeIndex", "TreeNode"]
+__all__ = ["TreeIndex", "TreeNode", "preload_entries"]
 
 
 class TreeNode:
     """One node of ``get_tree()``: an entry (decoded on first access), its children, its label."""
 
-    __slots__ = ("_store", "children", "index", "label", "label_timestamp")
+    __slots__ = ("_store", "children", "id", "index", "label", "label_timestamp")
 
-    def __init__(self, store: EntryStore, index: int) -> None:
+    def __init__(self, store: EntryStore, index: int, entry_id: str | None = None) -> None:
         self._store = store
         self.index = index
+        self.id: str = store.id_at(index) if entry_id is None else entry_id  # known without decoding
         self.children: list[TreeNode] = []
         self.label: str | None = None
         self.label_timestamp: str | None = None
@@ -36,11 +37,6 @@ class TreeNode:
     def entry(self) -> dict[str, Any]:
         """The entry (a plain dict; do not mutate)."""
         return self._store.entry_at(self.index)
-
-    @property
-    def id(self) -> str:
-        """The entry id, without decoding the entry."""
-        return self._store.id_at(self.index)
 
     def to_dict(self) -> dict[str, Any]:
         """pi's JSON shape ``{entry, children, label?, labelTimestamp?}`` (built iteratively)."""
@@ -64,6 +60,19 @@ class TreeNode:
 
     def __repr__(self) -> str:
         return f"TreeNode({self.id!r}, children={len(self.children)})"
+
+
+def preload_entries(roots: list[TreeNode]) -> None:
+    """Decode the entry of every node under ``roots`` now, in bulk (a file store reads them in a few large
+    reads instead of one per node): for a view about to show the whole tree. The entries stay cached."""
+    by_store: dict[int, tuple[EntryStore, list[int]]] = {}
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        by_store.setdefault(id(node._store), (node._store, []))[1].append(node.index)
+        stack.extend(node.children)
+    for store, positions in by_store.values():
+        store.preload(positions)
 
 
 def _compare(a: float, b: float) -> int:
@@ -284,7 +293,8 @@ class TreeIndex:
         """Unique ids: a node per position, parents by position. ``None`` when a cycle needs the full walk."""
         store = self.store
         ppos = self._parent_positions()
-        nodes = [TreeNode(store, i) for i in range(len(ppos))]
+        ids = store.ids_at(range(len(ppos)))
+        nodes = [TreeNode(store, i, entry_id) for i, entry_id in enumerate(ids)]
         roots: list[TreeNode] = []
         for i, p in enumerate(ppos):
             if p < 0 or p == i:
@@ -316,7 +326,7 @@ class TreeIndex:
         ids, parents = store.envelope_lists()
         nodes: dict[str, TreeNode] = {}
         for i, entry_id in enumerate(ids):
-            nodes[entry_id] = TreeNode(store, i)
+            nodes[entry_id] = TreeNode(store, i, entry_id)
         roots: list[TreeNode] = []
         for i, entry_id in enumerate(ids):
             node = nodes[entry_id]

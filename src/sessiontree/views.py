@@ -136,17 +136,12 @@ def connector_prefix(guides: Sequence[bool], branch_start: bool, max_levels: int
     ``max_levels`` levels wide: deeper rows show their innermost levels after a ``+N`` count of the rest."""
     if not guides:
         return ""
-    last_level = len(guides) - 1
-    parts = []
-    for level, last in enumerate(guides):
-        if level == last_level and branch_start:
-            parts.append("└─ " if last else "├─ ")
-        else:
-            parts.append("   " if last else "│  ")
-    hidden = len(parts) - max(1, max_levels)
-    if hidden > 0:
-        return f"+{hidden} " + "".join(parts[hidden:])
-    return "".join(parts)
+    hidden = max(0, len(guides) - max(1, max_levels))  # only the shown levels are drawn: deep rows stay cheap
+    parts = ["   " if last else "│  " for last in guides[hidden:]]
+    if branch_start:
+        parts[-1] = "└─ " if guides[-1] else "├─ "
+    body = "".join(parts)
+    return f"+{hidden} {body}" if hidden else body
 
 
 # The preview records: Literal fields decode to the one shared string (no allocation per entry); a value

@@ -190,6 +190,12 @@ class EntryStore(ABC):
         """``[raw_at(i) for i in positions]``, done in one call (a file store reads the bytes once)."""
         return [self.raw_at(i) for i in positions]
 
+    def preload(self, positions: Iterable[int]) -> None:
+        """Decode and cache the entries at ``positions`` now, for a caller about to read them all (a file
+        store reads them in a few large reads instead of one per entry)."""
+        for i in positions:
+            self.entry_at(i)
+
     def raw_views_at(self, positions: Sequence[int]) -> Sequence[bytes | memoryview]:
         """The lines of ``raws_at`` as read-only buffers that may share one read (no copy per line): for
         decoders that take any buffer; valid while the result is referenced."""
@@ -318,7 +324,7 @@ class IndexedStore(EntryStore):
     def _decode(self, i: int) -> dict[str, Any]:
         return self._decode_raw(i, self.raw_at(i))
 
-    def _decode_raw(self, i: int, raw: bytes) -> dict[str, Any]:
+    def _decode_raw(self, i: int, raw: bytes | memoryview) -> dict[str, Any]:
         try:
             value = _json.loads(raw)
         except ValueError as exc:

@@ -381,6 +381,14 @@ class JsonlStore(IndexedStore):
         blob = self._read_range(low, max(ends[i] for i in positions))
         return [blob[starts[i] - low : ends[i] - low] for i in positions]
 
+    def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
+        cache = self._cache
+        missing = sorted({i for i in positions if i not in cache})
+        for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file at once
+            part = missing[start : start + chunk]
+            for i, raw in zip(part, self.raw_views_at(part), strict=True):
+                cache[i] = self._decode_raw(i, raw)
+
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         if not positions:
             return []
