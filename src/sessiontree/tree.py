@@ -23,12 +23,11 @@ __all__ = ["TreeIndex", "TreeNode", "preload_entries"]
 class TreeNode:
     """One node of ``get_tree()``: an entry (decoded on first access), its children, its label."""
 
-    __slots__ = ("_store", "children", "id", "index", "label", "label_timestamp")
+    __slots__ = ("_store", "children", "index", "label", "label_timestamp")
 
-    def __init__(self, store: EntryStore, index: int, entry_id: str | None = None) -> None:
+    def __init__(self, store: EntryStore, index: int) -> None:
         self._store = store
         self.index = index
-        self.id: str = store.id_at(index) if entry_id is None else entry_id  # known without decoding
         self.children: list[TreeNode] = []
         self.label: str | None = None
         self.label_timestamp: str | None = None
@@ -37,6 +36,11 @@ class TreeNode:
     def entry(self) -> dict[str, Any]:
         """The entry (a plain dict; do not mutate)."""
         return self._store.entry_at(self.index)
+
+    @property
+    def id(self) -> str:
+        """The entry id, without decoding the entry."""
+        return self._store.id_at(self.index)
 
     def to_dict(self) -> dict[str, Any]:
         """pi's JSON shape ``{entry, children, label?, labelTimestamp?}`` (built iteratively)."""
@@ -293,8 +297,7 @@ class TreeIndex:
         """Unique ids: a node per position, parents by position. ``None`` when a cycle needs the full walk."""
         store = self.store
         ppos = self._parent_positions()
-        ids = store.ids_at(range(len(ppos)))
-        nodes = [TreeNode(store, i, entry_id) for i, entry_id in enumerate(ids)]
+        nodes = [TreeNode(store, i) for i in range(len(ppos))]
         roots: list[TreeNode] = []
         for i, p in enumerate(ppos):
             if p < 0 or p == i:
@@ -326,7 +329,7 @@ class TreeIndex:
         ids, parents = store.envelope_lists()
         nodes: dict[str, TreeNode] = {}
         for i, entry_id in enumerate(ids):
-            nodes[entry_id] = TreeNode(store, i, entry_id)
+            nodes[entry_id] = TreeNode(store, i)
         roots: list[TreeNode] = []
         for i, entry_id in enumerate(ids):
             node = nodes[entry_id]
