@@ -51,7 +51,9 @@ async def _tree(app: ChatApp, _arg: str) -> None:
 
     manager = app.harness.session
     # The navigator reads every entry and lays out a row for each: a heap of long-lived objects without
-    # cycles, which the collector would otherwise walk again and again while it grows (half the time).
+    # cycles, which the collector would walk again and again while it grows (half the build time), and
+    # then on the screen's first draw (a second on 100k entries). So it is built with the collector
+    # paused and kept out of its passes (frozen) while the navigator is open.
     gc.disable()
     try:
         roots = manager.get_tree()
@@ -65,9 +67,13 @@ async def _tree(app: ChatApp, _arg: str) -> None:
             asks_summary=lambda target: bool(plan_navigation(manager, target).entries),
             on_label=app.harness.set_label,
         )
+        gc.freeze()
     finally:
         gc.enable()
-    choice = await navigator.run_async()
+    try:
+        choice = await navigator.run_async()
+    finally:
+        gc.unfreeze()
     await app.harness.flush_pending_session_writes()
     if choice is None:
         app.transcript.notice("Tree navigation cancelled")
