@@ -119,7 +119,13 @@ def test_filters_search_and_labels() -> None:
     rows.type_text(" failed")
     assert [r.entry_id for r in rows.rows()] == [ids["a3"]]
     assert rows.clear_search() and not rows.clear_search()
+    rows.type_text("idea")  # no entry says it yet (and what search matches is remembered per entry)
+    assert rows.rows() == []
+    rows.clear_search()
     rows.set_label(ids["u2"], "idea")
+    rows.type_text("idea")  # the new label is searched, not the remembered text
+    assert [r.entry_id for r in rows.rows()] == [ids["u2"]]
+    rows.clear_search()
     rows.set_filter("labeled-only")
     assert {r.entry_id for r in rows.rows()} == {ids["a4"], ids["u2"]}
 

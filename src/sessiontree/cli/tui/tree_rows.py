@@ -100,6 +100,7 @@ class TreeRows:
             self._active.add(current)
             current = self._parent.get(current)
         self._tool_calls: dict[str, tuple[str, Any]] = {}
+        self._haystacks: dict[str, str] = {}
         self._multiple_roots = len(self.roots) > 1
         self._flat = self._flatten()
         self._visible: list[_Flat] = []
@@ -197,7 +198,9 @@ class TreeRows:
         if not passes:
             return False
         if tokens:
-            haystack = search_text(entry, node.label)
+            haystack = self._haystacks.get(node.id)
+            if haystack is None:  # computed once per entry: typing a query re-filters every entry per key
+                haystack = self._haystacks[node.id] = search_text(entry, node.label)
             return all(t in haystack for t in tokens)
         return True
 
@@ -426,4 +429,5 @@ class TreeRows:
         node = self._nodes.get(entry_id)
         if node is not None:
             node.label = label
+            self._haystacks.pop(entry_id, None)  # the label is part of what search matches
             self._apply()
