@@ -97,18 +97,27 @@ def _make(kind: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.F
     return Backend(kind, url, repo, root)
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(
+def _shared(
     request: pytest.FixtureRequest,
     backend_stores: dict[str, Backend],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Backend]:
+    """The session's store of the kind ``request.param`` names, made on first use; cleaned after each test."""
     kind = request.param
     if kind not in backend_stores:
         backend_stores[kind] = _make(kind, tmp_path_factory, request)
     store = backend_stores[kind]
     yield store
     store.cleanup()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(
+    request: pytest.FixtureRequest,
+    backend_stores: dict[str, Backend],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Backend]:
+    yield from _shared(request, backend_stores, tmp_path_factory)
 
 
 @pytest.fixture(params=SQL_BACKENDS)
@@ -117,12 +126,7 @@ def sql_backend(
     backend_stores: dict[str, Backend],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Backend]:
-    kind = request.param
-    if kind not in backend_stores:
-        backend_stores[kind] = _make(kind, tmp_path_factory, request)
-    store = backend_stores[kind]
-    yield store
-    store.cleanup()
+    yield from _shared(request, backend_stores, tmp_path_factory)
 
 
 @pytest.fixture(params=SQL_BACKENDS)
