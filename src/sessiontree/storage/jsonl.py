@@ -374,12 +374,7 @@ class JsonlStore(IndexedStore):
         return self._read_range(self._starts[i], self._ends[i])
 
     def raws_at(self, positions: Sequence[int]) -> list[bytes]:
-        if not positions:
-            return []
-        starts, ends = self._starts, self._ends
-        low = min(starts[i] for i in positions)
-        blob = self._read_range(low, max(ends[i] for i in positions))
-        return [blob[starts[i] - low : ends[i] - low] for i in positions]
+        return [bytes(view) for view in self.raw_views_at(positions)]
 
     def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
         cache = self._cache
