@@ -101,6 +101,11 @@ def test_copy_into_a_store_and_out_again_from_the_command_line(tmp_path: Path) -
     assert SessionManager.open(sid, store=store, read_only=True).get_session_name() == "renamed in the store"
     missing = runner.invoke(app, ["tree", "nosuchsession", "--store", store])
     assert missing.exit_code == 1 and "not found" in missing.output
+    # list: this project's sessions (none here), saying which project it looked for; --all lists them all
+    here = runner.invoke(app, ["list", "--store", store, "--cwd", str(tmp_path)])
+    assert here.exit_code == 0 and f"for {tmp_path.resolve()} (--all lists every project's)" in here.output
+    everything = runner.invoke(app, ["list", "--store", store, "--all", "--json"])
+    assert [s["id"] for s in json.loads(everything.output)] == [sid]
 
 
 def test_search_finds_message_text_and_names_in_every_store(backend: Backend) -> None:

@@ -65,6 +65,8 @@ def list_cmd(
             infos = repo.list(None if all_ else str((cwd or Path.cwd()).resolve()))
         dirs: list[Path] = []
         where_store = getattr(repo, "display", repo.url)
+        if not all_:  # a store holds every project's sessions: say which project was asked for
+            where_store += f" for {(cwd or Path.cwd()).resolve()} (--all lists every project's)"
     else:
         with handled(), listing_progress() as progress:
             dirs = session_dirs(str(cwd) if cwd is not None else None, session_dir, all_projects=all_)
