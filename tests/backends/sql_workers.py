@@ -34,6 +34,7 @@ __all__ = [
     "hold_then_write",
     "many_sessions",
     "message_text",
+    "open_fresh",
     "read_log",
     "set_up",
     "start",
@@ -206,6 +207,19 @@ def set_up(url: str, log_path: str, start_at: float) -> None:
     _sleep_until(start_at)
     with open_repo(url) as repo:
         Log(log_path).write(ev="setup", applied=repo.setup(), version=repo.schema_version())  # type: ignore[attr-defined]
+
+
+def open_fresh(urls: Sequence[str], log_path: str, start_at: float, gap: float) -> None:
+    """Open each of ``urls`` (new, empty SQLite files) at ``start_at + k * gap``, when the other workers
+    open it too, recording what happened: a store opened, or the error it raised."""
+    log = Log(log_path)
+    for k, url in enumerate(urls):
+        _sleep_until(start_at + k * gap)
+        try:
+            with open_repo(url) as repo:
+                log.write(ev="opened", url=url, version=repo.schema_version())  # type: ignore[attr-defined]
+        except Exception as exc:  # the test reports every failure, not the first
+            log.write(ev="error", url=url, error=f"{type(exc).__name__}: {exc}")
 
 
 def contend(url: str, sid: str, log_path: str, bursts: int, per_burst: int, start_at: float) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,36 @@ def _storage_error(display: str, what: str, exc: BaseException) -> StorageError:
     return StorageError(f"{display}: {what} failed: {text}")
 
 
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _enter_wal(db: sqlite3.Connection) -> None:
+    """Put the database in WAL mode, waiting out other processes doing the same.
+
+    Changing the journal mode takes an exclusive lock without calling SQLite's busy handler, so several
+    processes opening a new database at once get ``database is locked`` at once rather than after the busy
+    timeout; this waits (up to the busy timeout) as every other statement does. WAL mode is kept in the
+    file, so once any process has set it the others only read it.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.002
+    while True:
+        try:
+            (mode,) = db.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
 class SqliteConn(Conn):
     """A ``sqlite3`` connection in WAL mode; statements outside a transaction autocommit."""
 
@@ -176,7 +207,7 @@ class SqliteConn(Conn):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(self._db)
             self._db.execute(f"PRAGMA synchronous = {synchronous}")
             self._db.execute("PRAGMA foreign_keys = ON")
         except (sqlite3.Error, OSError) as exc:
