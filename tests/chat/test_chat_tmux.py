@@ -89,8 +89,8 @@ def test_the_issue_scenario_tool_call_tree_summary_fork_resume_compact_export(tm
             term.type("what does it say")
             term.send("Enter")
             term.wait_for("It says: remember the milk.")
-            screen = term.wait_idle()
-            assert "local/test-model · ↑3k ↓110 · $0.0000 · ctx 1.1k/128k" in screen  # the footer
+            term.wait_idle()
+            term.wait_for("local/test-model · ↑3k ↓110 · $0.0000 · ctx 1.1k/128k")  # the footer, updated
 
             term.type("/tree")
             term.send("Enter")

@@ -83,8 +83,11 @@ class Terminal:
         return self.wait_for(lambda s: " · ctx " in s, timeout)
 
     def wait_idle(self, timeout: float = 20.0) -> str:
-        """Until no turn runs (no activity line above the prompt)."""
-        return self.wait_for(lambda s: "working…" not in s and "running [" not in s, timeout)
+        """Until no turn runs (no activity line above the prompt) and the footer is drawn again under the
+        input line (between a turn's end and the next frame the screen can show neither)."""
+        return self.wait_for(
+            lambda s: " · ctx " in s and "working…" not in s and "running [" not in s, timeout
+        )
 
     def prompt_line(self) -> str:
         """The input line's text (after ``› ``), as shown now."""
