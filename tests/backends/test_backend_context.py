@@ -36,7 +36,11 @@ STEPS = st.lists(
 
 def _play(manager: Any, steps: list[tuple[str, Any]]) -> None:
     for kind, arg in steps:
-        ids = [e["id"] for e in manager.get_entries()]
+        entries = manager.get_entries()
+        # the writer's own context as it goes: what a harness reads before each model call (SQL stores
+        # join each walk to the previous one; a join in the wrong place shows here)
+        assert manager.build_session_context() == build_session_context(entries, manager.get_leaf_id())
+        ids = [e["id"] for e in entries]
         pick = ids[arg % len(ids)] if ids and isinstance(arg, int) else None
         if kind == "user":
             manager.append_message({"role": "user", "content": f"u{arg}", "timestamp": 1})
@@ -77,6 +81,8 @@ def test_the_context_at_every_entry_equals_the_free_function(
 ) -> None:
     manager = backend.create()
     _play(manager, steps)
+    entries = manager.get_entries()
+    assert manager.build_session_context() == build_session_context(entries, manager.get_leaf_id())
     again = backend.reopen(manager)
     entries = again.get_entries()
     for entry in entries:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import open_repo
+from sessiontree import build_session_context, open_repo
 from sessiontree.errors import SessionLockedError, StorageError
 from tests.backends.conftest import with_options
 from tests.backends.sql_workers import (
@@ -214,6 +214,27 @@ def test_a_turn_that_fails_leaves_the_manager_writing(sql_url: str) -> None:
         manager.close()
     session = stored(sql_url, sid)
     assert session.ids[1:] == ids
+
+
+def test_a_rolled_back_turn_leaves_nothing_in_later_contexts(sql_url: str) -> None:
+    """The context read inside a turn that then fails covers entries whose places (their ``seq``) the
+    next turn takes, on another branch here: the next context is the new branch's, nothing of the old."""
+    (sid,) = _seed(sql_url, 1)
+    with open_repo(sql_url) as repo:
+        manager = repo.open(sid)
+        kept = write_turn(manager, "kept")
+        with pytest.raises(RuntimeError), manager.transaction():
+            write_turn(manager, "doomed")  # nested: part of the outer transaction
+            assert "user doomed" in str(manager.build_session_context().messages)
+            raise RuntimeError("the model call failed")
+        manager.branch(kept[0])  # from the kept turn's user message: its assistant reply is off the path
+        write_turn(manager, "next")
+        context = manager.build_session_context()
+        assert context == build_session_context(manager.get_entries(), manager.get_leaf_id())
+        text = str(context.messages)
+        assert "user kept" in text and "user next" in text
+        assert "doomed" not in text and "result kept" not in text
+        manager.close()
 
 
 def test_a_transaction_longer_than_the_lease_keeps_it(sql_url: str) -> None:

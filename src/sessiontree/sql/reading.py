@@ -56,6 +56,7 @@ class SessionReads(SessionIndex):
         self._generation = 0
         self._pointers: dict[str, Pointers] = {}
         self._entries: dict[int, Entry] = {}
+        self._walks: dict[int, tuple[int, list[tuple[Any, ...]]]] = {}  # stop depth → last walk (see _walk)
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
         self._labels: list[Entry] | None = None  # label and session_info entries, once read
@@ -110,6 +111,7 @@ class SessionReads(SessionIndex):
         self._last = (str(unkey(last[1])), str(unkey(last[2])), unkey(last[3])) if last else None
         self._pointers.clear()
         self._entries.clear()
+        self._walks.clear()
         self._absent.clear()
         self._loaded = None
         self._labels = None
@@ -225,6 +227,26 @@ class SessionReads(SessionIndex):
     def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
         """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first.
 
+        A row never changes once written (its parent is a ``seq``, fixed at insert), so the last walk to
+        each depth is kept and the next one stops where it joins it: after a turn appended a few entries
+        the context reads those few rows, not the whole path again. The kept rows hold no lines (decoded
+        entries are cached by ``seq``; the others are fetched in batches), so a long path is walked whole.
+        """
+        memo = self._walks.get(stop_depth)
+        if memo is not None and memo[0] == seq:
+            return list(memo[1])
+        known = memo[0] if memo is not None and len(memo[1]) <= _CACHE // 2 else -1
+        rows = self._walk_rows(seq, stop_depth, known, lines=lines)
+        if memo is not None and rows and int(rows[0][0]) == known:
+            rows = [*memo[1][:-1], *rows]
+        if len(self._walks) >= 4:
+            self._walks.clear()
+        self._walks[stop_depth] = (seq, [r[:4] for r in rows])
+        return rows
+
+    def _walk_rows(self, seq: int, stop_depth: int, known: int, *, lines: bool) -> list[tuple[Any, ...]]:
+        """The walk in SQL, ending at depth ``stop_depth`` or at the row ``known``, whichever comes first.
+
         The columns travel through the recursion (one primary-key lookup per step): joining the walk back
         to the table let PostgreSQL hash the whole session when its statistics were off (a fresh import).
         """
@@ -235,9 +257,9 @@ class SessionReads(SessionIndex):
             f" SELECT {columns} FROM st_entries WHERE session_id = ? AND seq = ?"
             " UNION ALL"
             f" SELECT {picked} FROM st_entries e JOIN p"
-            " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ?"
+            " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ? AND p.seq <> ?"
             f") SELECT seq, id, type, parent_id{', line' if lines else ''} FROM p ORDER BY depth",
-            (self.session_id, seq, self.session_id, stop_depth),
+            (self.session_id, seq, self.session_id, stop_depth, known),
         )
 
     def _view(self, rows: Sequence[tuple[Any, ...]]) -> PathView:

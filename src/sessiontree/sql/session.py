@@ -107,6 +107,7 @@ class SqlSession(SessionReads):
             self._present.discard(entry_id)
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
+        self._walks.clear()  # a walk may pass rows that were rolled back (their seqs will be used again)
         if self._labels is not None:
             del self._labels[saved_labels or 0 :]
         self._count, self._last, self._exists, self._irregular = saved
