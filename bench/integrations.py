@@ -37,6 +37,7 @@ Factory = Callable[[Path], Any]
 
 BACKENDS: dict[str, Factory] = {
     "TreeSession (JSONL)": lambda d: TreeSession(SessionManager.create(str(d), d / "sessions")),
+    "TreeSession (SQLite)": lambda d: TreeSession.open(f"sqlite:///{d}/tree.db"),
     "SQLiteSession": lambda d: SQLiteSession("bench", d / "sqlite.db"),
     "AdvancedSQLiteSession": lambda d: AdvancedSQLiteSession(
         session_id="bench", db_path=d / "advanced.db", create_tables=True

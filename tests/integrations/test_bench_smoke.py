@@ -20,7 +20,12 @@ def test_quick_run_gives_a_row_per_back_end() -> None:
         cwd=REPO,
     )
     rows = json.loads(out.stdout)
-    assert [r["name"] for r in rows] == ["TreeSession (JSONL)", "SQLiteSession", "AdvancedSQLiteSession"]
+    assert [r["name"] for r in rows] == [
+        "TreeSession (JSONL)",
+        "TreeSession (SQLite)",
+        "SQLiteSession",
+        "AdvancedSQLiteSession",
+    ]
     assert all(r["items"] == 400 and r["get_items_s"] > 0 and r["add_items_s"] > 0 for r in rows)
     table = subprocess.run(
         [sys.executable, str(REPO / "bench" / "integrations.py"), "--quick"],

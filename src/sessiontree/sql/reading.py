@@ -26,7 +26,10 @@ from .text import key, unkey
 __all__ = ["Entry", "Pointers", "SessionReads"]
 
 Entry = dict[str, Any]
-_CACHE = 4096
+_CACHE = 32_768
+"""Decoded entries (and ids' pointers) a session keeps; when full, it starts again. A path longer than this
+is decoded again on every read, so it is sized for the long paths adapters read whole (the Agents SDK's
+``get_items``: 10k items are 10k entries) while bounding a server's memory per open session."""
 _BATCH = 256
 
 # (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
