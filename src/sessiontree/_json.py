@@ -14,7 +14,16 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_DEPTH", "JSONDecodeError", "dumps", "dumps_bytes", "js_number", "loads", "utf16_len"]
+__all__ = [
+    "MAX_DEPTH",
+    "JSONDecodeError",
+    "dumps",
+    "dumps_bytes",
+    "first_object",
+    "js_number",
+    "loads",
+    "utf16_len",
+]
 
 JSONDecodeError = json.JSONDecodeError
 
@@ -55,6 +64,17 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         if isinstance(exc, json.JSONDecodeError):
             raise
         raise json.JSONDecodeError(str(exc), text, 0) from None
+
+
+def first_object(block: bytes) -> dict[str, Any] | None:
+    """The value on the first non-blank line of ``block`` (a session's header block, a UTF-8 BOM allowed)
+    when it is an object, else ``None``."""
+    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
+    for line in text.split(b"\n"):
+        if line.strip():
+            value = loads(line)
+            return value if isinstance(value, dict) else None
+    return None
 
 
 def js_number(value: float | int) -> str:

@@ -138,15 +138,6 @@ class Repo(ABC, Generic[M]):
         self.close()
 
 
-def _first_object(block: bytes) -> dict[str, Any] | None:
-    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
-    for line in text.split(b"\n"):
-        if line.strip():
-            value = _json.loads(line)
-            return value if isinstance(value, dict) else None
-    return None
-
-
 def _new_header(cwd: str, id: str | None, parent: str | None, options: dict[str, Any]) -> dict[str, Any]:
     sid = id if id is not None else options.get("session_id_factory", uuid7)()
     assert_valid_session_id(sid)
@@ -296,7 +287,7 @@ class JsonlRepo(Repo[M]):
     def import_session(
         self, header_block: bytes, lines: Iterable[bytes], *, problems: Iterable[Problem] = ()
     ) -> str:
-        header = _first_object(header_block)
+        header = _json.first_object(header_block)
         if header is None or not isinstance(header.get("id"), str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
         sid = str(header["id"])
@@ -420,7 +411,7 @@ class MemoryRepo(Repo[M]):
     def import_session(
         self, header_block: bytes, lines: Iterable[bytes], *, problems: Iterable[Problem] = ()
     ) -> str:
-        header = _first_object(header_block)
+        header = _json.first_object(header_block)
         if header is None or not isinstance(header.get("id"), str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
         cwd = header.get("cwd")

@@ -100,7 +100,7 @@ class SessionReads(SessionIndex):
             return False
         header_block, irregular, problems, name, messages, first, modified = row
         self._header_line = bytes(header_block)
-        self._header = _decode_header(self._header_line)
+        self._header = _json.first_object(self._header_line)
         self._exists = True
         self._irregular = bool(irregular)
         self._import_problems = [Problem(**p) for p in json.loads(problems)] if problems else []
@@ -413,12 +413,3 @@ class SessionReads(SessionIndex):
         )
         for (line,) in rows:
             yield bytes(line)
-
-
-def _decode_header(block: bytes) -> Entry | None:
-    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
-    for line in text.split(b"\n"):
-        if line.strip():
-            value = _json.loads(line)
-            return value if isinstance(value, dict) else None
-    return None

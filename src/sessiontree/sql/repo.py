@@ -232,7 +232,7 @@ class SqlRepo(Repo[M]):
     ) -> str:
         """Store a session from its exact header block and entry lines; returns its id."""
         self._ensure()
-        header = _first_object(header_block)
+        header = _json.first_object(header_block)
         sid = header.get("id") if header else None
         if not isinstance(sid, str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
@@ -270,12 +270,3 @@ class SqlRepo(Repo[M]):
         with contextlib.suppress(SessionError):
             self._conn.close()
         self.db.close()
-
-
-def _first_object(block: bytes) -> dict[str, Any] | None:
-    text = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
-    for line in text.split(b"\n"):
-        if line.strip():
-            value = _json.loads(line)
-            return value if isinstance(value, dict) else None
-    return None
