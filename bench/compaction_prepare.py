@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree import SessionManager
-from sessiontree._json import dumps
 from sessiontree.compaction import DEFAULT_COMPACTION_SETTINGS, prepare_compaction
-from sessiontree.ids import iso_from_ms
+from sessiontree.format.ids import iso_from_ms
+from sessiontree.format.pi_json import dumps
 
 __all__ = ["bench_prepare_compaction", "write_synthetic_session"]
 

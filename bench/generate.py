@@ -3,7 +3,7 @@
 A seeded ``random.Random`` drives coding turns (user → assistant with thinking and read/write/edit/bash tool
 calls → tool results → final reply, with usage and cost), settings changes, labels, session names, branches
 (some with branch summaries) and a compaction every few thousand entries on the main path. Lines are written
-with ``sessiontree._json.dumps``, so the bytes are what pi would write. Files are cached under
+with ``sessiontree.format.pi_json.dumps``, so the bytes are what pi would write. Files are cached under
 ``bench/.data`` keyed by size, seed, variant and generator version. It never touches real sessions.
 """
 
@@ -22,9 +22,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from sessiontree._json import dumps
-from sessiontree.context import session_entry_to_context_messages
-from sessiontree.ids import iso_from_ms
+from sessiontree.format.ids import iso_from_ms
+from sessiontree.format.pi_json import dumps
+from sessiontree.tree.context import session_entry_to_context_messages
 
 __all__ = [
     "DATA_DIR",

@@ -32,9 +32,10 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` importable
 from bench.generate import DATA_DIR, ensure_session, iter_entries, realistic_messages
 from bench.run import _environment, _revision
 from bench.storage_turns import prefill, run_turns, sqlalchemy_url, sqlite_path, turn_messages
-from sessiontree import Repo, SessionManager, _json, open_repo
-from sessiontree.copying import read_source
-from sessiontree.repo import session_file_name
+from sessiontree import Repo, SessionManager, open_repo
+from sessiontree.format import pi_json as _json
+from sessiontree.session.copying import read_source
+from sessiontree.storage.session_dirs import session_file_name
 
 __all__ = ["main"]
 

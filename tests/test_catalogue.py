@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.catalogue import CACHE_ENV, Catalogue, list_sessions
 from sessiontree.cli.progress import listing_progress
+from sessiontree.storage.listing_cache import CACHE_ENV, Catalogue, list_sessions
 from tests.test_cli import EXAMPLE
 
 

@@ -243,7 +243,7 @@ def branchy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_9_tree_fits_the_width_with_connectors(branchy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sessiontree.safe_text import cell_width
+    from sessiontree.format.safe_text import cell_width
 
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run("tree", str(branchy))

@@ -27,10 +27,10 @@ from sessiontree import (
     StorageError,
     _json,
 )
-from sessiontree.check import check_session_file
 from sessiontree.cli import app
+from sessiontree.session.check import check_session_file
 from sessiontree.storage import JsonlStore, _scan, repair_session_file
-from sessiontree.views import tree_rows
+from sessiontree.tree.views import tree_rows
 from tests.builders import assistant, user
 from tests.conftest import require_conformance
 from tests.deadline import deadline

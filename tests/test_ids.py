@@ -7,8 +7,8 @@ from collections.abc import Container, Iterator
 
 import pytest
 
-from sessiontree import ids
-from sessiontree.ids import (
+from sessiontree.format import ids
+from sessiontree.format.ids import (
     SESSION_ID_PATTERN,
     _UUIDv7,
     assert_valid_session_id,

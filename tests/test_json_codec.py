@@ -1,4 +1,4 @@
-"""The JS-compatible JSON codec (``sessiontree._json``) against pi's own bytes."""
+"""The JS-compatible JSON codec (``sessiontree.format.pi_json``) against pi's own bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree import _json
+from sessiontree.format import pi_json as _json
 from sessiontree.storage._encode import encode_entry
 from tests.conftest import require_conformance
 

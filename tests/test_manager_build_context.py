@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager, build_session_context
-from sessiontree._json import UNDEFINED
-from sessiontree.ids import epoch_ms
+from sessiontree.format.ids import epoch_ms
+from sessiontree.format.pi_json import UNDEFINED
 from tests.builders import assistant, user
 
 TS = "2025-01-01T00:00:00Z"

@@ -24,7 +24,7 @@ from sessiontree import (
     SessionNotFoundError,
     StorageError,
 )
-from sessiontree._json import loads
+from sessiontree.format.pi_json import loads
 from sessiontree.storage import lock
 from tests.builders import assistant
 

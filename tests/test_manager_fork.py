@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from sessiontree import CorruptSessionError, SessionError, SessionLockedError, SessionManager
-from sessiontree._json import loads
-from sessiontree.repo import encode_cwd
+from sessiontree.format.pi_json import loads
 from sessiontree.storage import lock
+from sessiontree.storage.session_dirs import encode_cwd
 
 HEADER = '{"type":"session","version":3,"id":"src-1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/src"}\n'
 UNKNOWN = (

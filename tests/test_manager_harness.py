@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from sessiontree import CorruptSessionError, SessionManager, SessionNotFoundError
-from sessiontree._json import loads
-from sessiontree.repo import read_header
+from sessiontree.format.pi_json import loads
 from sessiontree.storage import MemoryStore
+from sessiontree.storage.session_dirs import read_header
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sessiontree import SessionManager, SessionNotFoundError
-from sessiontree.tree import TreeNode
+from sessiontree.tree.tree_index import TreeNode
 from tests.builders import MANAGER_KINDS, Factory, assistant, manager_factory, reopened, user
 
 

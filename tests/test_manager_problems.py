@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree._json import loads
+from sessiontree.format.pi_json import loads
 
 T = TypeVar("T")
 

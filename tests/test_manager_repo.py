@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionInfo, SessionManager, SessionNotFoundError
-from sessiontree.repo import encode_cwd
+from sessiontree.storage.session_dirs import encode_cwd
 
 BASE_MS = 1_764_770_400_000
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager, SessionNotFoundError
-from sessiontree._json import loads
-from sessiontree.tree import TreeNode
+from sessiontree.format.pi_json import loads
+from sessiontree.tree.tree_index import TreeNode
 from tests.builders import MANAGER_KINDS, Factory, assistant, manager_factory, reopened, user
 
 

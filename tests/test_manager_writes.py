@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionError, SessionLockedError, SessionManager
-from sessiontree._json import loads
+from sessiontree.format.pi_json import loads
 from sessiontree.storage import lock
 from tests.builders import assistant
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from sessiontree import build_session_context
-from sessiontree._json import dumps
-from sessiontree.messages import (
+from sessiontree.format.messages import (
     assistant_message,
     bash_execution_message,
     branch_summary_message,
@@ -17,6 +16,7 @@ from sessiontree.messages import (
     tool_result_message,
     user_message,
 )
+from sessiontree.format.pi_json import dumps
 
 
 def test_bash_execution_key_order_and_omitted_exit_code() -> None:
@@ -111,7 +111,7 @@ def test_summary_messages_equal_what_context_building_produces() -> None:
 
 # -- validate_message (append_message's check) --------------------------------------------------------------
 def _conformance_messages() -> list[dict[str, Any]]:
-    from sessiontree import _json
+    from sessiontree.format import pi_json as _json
     from tests.conftest import require_conformance
 
     root = require_conformance()
@@ -136,7 +136,7 @@ def _conformance_messages() -> list[dict[str, Any]]:
 
 
 def test_every_message_pi_wrote_is_accepted() -> None:
-    from sessiontree.messages import validate_message
+    from sessiontree.format.messages import validate_message
 
     messages = _conformance_messages()
     assert len(messages) > 20_000
@@ -178,7 +178,7 @@ def test_append_message_refuses_a_bad_envelope_naming_the_field(
 
 def test_an_app_defined_role_is_accepted_once_registered() -> None:
     from sessiontree import SessionError, SessionManager
-    from sessiontree.messages import register_message_role
+    from sessiontree.format.messages import register_message_role
 
     manager = SessionManager.in_memory("/p")
     note = {"role": "reviewNote", "text": "looks fine", "timestamp": 5}

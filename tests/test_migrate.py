@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import _json
+from sessiontree.format import pi_json as _json
 from sessiontree.storage import JsonlStore, migrate_entries, needs_migration, session_version
 from tests.conftest import conformance_root, list_cases, require_conformance
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.repo import (
+from sessiontree.storage.session_dirs import (
     build_session_info,
     collect_session_infos,
     encode_cwd,

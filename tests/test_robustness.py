@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from sessiontree import _json
-from sessiontree.check import check_session_file
 from sessiontree.errors import CorruptSessionError, SessionLockedError, StorageError
+from sessiontree.format import pi_json as _json
+from sessiontree.session.check import check_session_file
 from sessiontree.storage import JsonlStore, repair_session_file
 from sessiontree.storage.lock import is_locked
-from sessiontree.tree import TreeIndex
+from sessiontree.tree.tree_index import TreeIndex
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.safe_text import cell_width, cut_to_width, one_line, safe_text
+from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
 
 # Characters that exercise every branch: spaces and newlines (collapsed), controls and escapes (made
 # visible), wide CJK and emoji (two cells), combining marks (none), a lone surrogate, plain letters.

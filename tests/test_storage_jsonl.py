@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from sessiontree import _json
 from sessiontree.errors import (
     CorruptSessionError,
     SessionError,
@@ -18,6 +17,7 @@ from sessiontree.errors import (
     SessionNotFoundError,
     StorageError,
 )
+from sessiontree.format import pi_json as _json
 from sessiontree.storage import JsonlStore, _scan
 from tests.conftest import require_conformance
 
@@ -530,7 +530,7 @@ def test_raws_at_gives_the_same_lines_as_raw_at(tmp_path: Path) -> None:
 
 def test_preload_decodes_every_node_of_a_tree_in_bulk_and_equals_reading_one_by_one(tmp_path: Path) -> None:
     from sessiontree import SessionManager
-    from sessiontree.tree import preload_entries
+    from sessiontree.tree.tree_index import preload_entries
 
     path = tmp_path / "s.jsonl"
     writer = SessionManager.open(path)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiontree import _json
 from sessiontree.errors import SessionError
+from sessiontree.format import pi_json as _json
 from sessiontree.storage import EntryStore, JsonlStore, MemoryStore
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}

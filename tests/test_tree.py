@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sessiontree.storage import JsonlStore, MemoryStore
-from sessiontree.tree import TreeIndex, TreeNode
+from sessiontree.tree.tree_index import TreeIndex, TreeNode
 from tests.conformance.support import unique_id_tree
 from tests.conftest import list_cases, require_conformance
 

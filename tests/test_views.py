@@ -9,7 +9,7 @@ import pytest
 
 from sessiontree import SessionManager
 from sessiontree.storage import MemoryStore
-from sessiontree.views import entry_preview, message_text, tree_rows
+from sessiontree.tree.views import entry_preview, message_text, tree_rows
 from tests.builders import assistant
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
@@ -274,7 +274,7 @@ def test_previews_of_decoded_records_equal_previews_of_dicts(tmp_path: Any) -> N
     import sys
     from pathlib import Path
 
-    from sessiontree.views import decode_for_preview
+    from sessiontree.tree.views import decode_for_preview
 
     repo = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(repo))
@@ -320,8 +320,8 @@ _MESSAGE_SHAPES: list[dict[str, Any]] = [
     "message", _MESSAGE_SHAPES + [{"role": value, "content": value} for value in ODD_VALUES]
 )
 def test_decoded_records_of_odd_messages_preview_like_their_dicts(message: dict[str, Any]) -> None:
-    from sessiontree._json import dumps
-    from sessiontree.views import decode_for_preview
+    from sessiontree.format.pi_json import dumps
+    from sessiontree.tree.views import decode_for_preview
 
     entry = {"type": "message", "id": "e1", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z"}
     entry["message"] = message
@@ -339,7 +339,7 @@ def _prefix_reference(guides: tuple[bool, ...], branch_start: bool, max_levels: 
 
 
 def test_connector_prefix_draws_only_the_levels_it_shows() -> None:
-    from sessiontree.views import connector_prefix
+    from sessiontree.tree.views import connector_prefix
 
     for guides in itertools.chain.from_iterable(itertools.product((False, True), repeat=n) for n in range(7)):
         for branch_start in (False, True):

@@ -5,7 +5,12 @@ The public API is re-exported here; everything else is an implementation detail.
 
 from __future__ import annotations
 
-from .context import (
+from sessiontree.format.entries import CURRENT_SESSION_VERSION
+from sessiontree.session.manager import SessionManager
+from sessiontree.session.store_access import open_repo
+from sessiontree.storage.repository import Repo
+from sessiontree.storage.session_dirs import SessionInfo
+from sessiontree.tree.context import (
     SessionContext,
     build_context_entries,
     build_session_context,
@@ -13,7 +18,7 @@ from .context import (
     get_session_context_settings,
     session_entry_to_context_messages,
 )
-from .entries import CURRENT_SESSION_VERSION
+
 from .errors import (
     CorruptSessionError,
     SessionError,
@@ -21,10 +26,6 @@ from .errors import (
     SessionNotFoundError,
     StorageError,
 )
-from .manager import SessionManager
-from .repo import SessionInfo
-from .repository import Repo
-from .stores import open_repo
 
 __all__ = [
     "CURRENT_SESSION_VERSION",

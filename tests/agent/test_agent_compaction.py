@@ -14,7 +14,7 @@ from sessiontree.agent import HarnessError, RetrySettings, ScriptedModel, overfl
 from sessiontree.agent.compaction_policy import OVERFLOW_RECOVERY_FAILED, CompactionCheck, check_compaction
 from sessiontree.agent.scripted import error_reply
 from sessiontree.compaction import CompactionSettings
-from sessiontree.ids import epoch_ms
+from sessiontree.format.ids import epoch_ms
 from tests.agent.support import Recorder, harness, session_kinds, texts
 
 pytestmark = pytest.mark.anyio

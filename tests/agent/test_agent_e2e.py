@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree._json import dumps, loads
 from sessiontree.agent import AgentHarness, coding_tools
+from sessiontree.format.pi_json import dumps, loads
 from sessiontree.llm import StreamOptions
 from sessiontree.llm.types import Api
 from tests.agent.wire_checks import request_problems

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree.copying import read_source
-from sessiontree.repository import Repo
-from sessiontree.stores import open_repo
+from sessiontree.session.copying import read_source
+from sessiontree.session.store_access import open_repo
+from sessiontree.storage.repository import Repo
 
 BACKENDS = ("memory", "jsonl", "sqlite", "postgres")
 SQL_BACKENDS = ("sqlite", "postgres")

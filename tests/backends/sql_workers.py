@@ -26,7 +26,7 @@ from typing import Any
 
 from sessiontree import SessionManager, open_repo
 from sessiontree.errors import SessionLockedError
-from sessiontree.messages import assistant_message, tool_result_message, user_message
+from sessiontree.format.messages import assistant_message, tool_result_message, user_message
 
 __all__ = [
     "Log",

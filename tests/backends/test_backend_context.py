@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import build_session_context
-from sessiontree._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
 from tests.backends.conftest import Backend
 
 STEPS = st.lists(

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sessiontree import SessionError, SessionManager
 from sessiontree.cli import app
-from sessiontree.copying import LOSSY_KINDS, copy_session
+from sessiontree.session.copying import LOSSY_KINDS, copy_session
 from sessiontree.storage import JsonlStore
 from tests.backends.conftest import Backend
 from tests.conftest import require_conformance
@@ -54,7 +54,7 @@ def test_every_clean_pi_file_goes_through_sqlite_and_postgres_and_back_byte_for_
         third = copy_session(f"{postgres_url}#{second.session_id}", str(back))
         assert third.exact and back.read_bytes() == data, source
         for url in (sqlite, postgres_url):  # free the id for a later file with the same header
-            from sessiontree.stores import shared_repo
+            from sessiontree.session.store_access import shared_repo
 
             shared_repo(url).delete(first.session_id)
 

@@ -46,7 +46,7 @@ def _seed_session(url: str) -> tuple[str, str]:
 
 def test_eight_processes_set_up_an_empty_database_at_once(sql_url: str, tmp_path: Path) -> None:
     """Migrations raced by eight processes: each migration applied once, every process sees the schema."""
-    from sessiontree.sql.schema import MIGRATIONS, SCHEMA_VERSION
+    from sessiontree.storage.sql.schema import MIGRATIONS, SCHEMA_VERSION
 
     logs = [str(tmp_path / f"w{i}.log") for i in range(8)]
     start_at = time.time() + 0.5

@@ -409,7 +409,7 @@ def test_postgres_restart_between_writes(pg_url: str, postgres_server: PostgresT
 def test_postgres_down_for_a_while(pg_url: str, postgres_server: PostgresTarget) -> None:
     """The server down for seconds (less than the lease's time to live): each call fails with a clear
     StorageError within the pool timeout, and the same manager goes on when the server is back."""
-    from sessiontree.sql.database import POOL_TIMEOUT_S
+    from sessiontree.storage.sql.database import POOL_TIMEOUT_S
 
     with open_repo(with_options(pg_url, lease_ttl_ms=60_000)) as repo:
         manager = repo.create("/work/project")

@@ -9,8 +9,8 @@ import pytest
 
 from sessiontree import SessionManager, open_repo
 from sessiontree.errors import SessionError
-from sessiontree.sql.database import DEFAULT_LEASE_TTL_MS, parse_sql_url
-from sessiontree.sql.repo import SqlRepo
+from sessiontree.storage.sql.database import DEFAULT_LEASE_TTL_MS, parse_sql_url
+from sessiontree.storage.sql.repository import SqlRepo
 from tests.backends.conftest import with_options
 from tests.backends.sql_workers import user
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree._json import loads
+from sessiontree.format.pi_json import loads
 from tests.chat.tmux_support import EXIT_MARK, chat_env, chat_terminal, require_tmux
 from tests.conftest import require_conformance
 from tests.llm.fake_servers import FakeServer, chat_completions_sse, fake_server

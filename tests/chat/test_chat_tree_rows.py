@@ -10,8 +10,8 @@ from typing import Any
 from sessiontree import SessionManager
 from sessiontree.cli.tui.picker_rows import fork_items, session_items
 from sessiontree.cli.tui.tree_rows import TreeRows
-from sessiontree.messages import assistant_message, tool_result_message, user_message
-from sessiontree.repo import SessionInfo
+from sessiontree.format.messages import assistant_message, tool_result_message, user_message
+from sessiontree.storage.session_dirs import SessionInfo
 
 
 def build() -> tuple[SessionManager, dict[str, str]]:

@@ -11,7 +11,7 @@ import pytest
 from sessiontree.cli.tui.picker_app import Picker
 from sessiontree.cli.tui.picker_rows import session_items
 from sessiontree.cli.tui.tree_app import TreeChoice, TreeNavigator
-from sessiontree.repo import SessionInfo
+from sessiontree.storage.session_dirs import SessionInfo
 from tests.chat.test_chat_tree_rows import build
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from sessiontree._json import loads
+from sessiontree.format.pi_json import loads
 from tests.conftest import require_conformance
 
 Entry = dict[str, Any]

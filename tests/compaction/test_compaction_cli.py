@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from sessiontree import SessionManager
 from sessiontree.cli.app import app
 from sessiontree.compaction import CompactionError, CompactionSettings, compact_session
-from sessiontree.context import build_session_context
 from sessiontree.errors import SessionError
+from sessiontree.tree.context import build_session_context
 from tests.compaction.support import REALISTIC_GOAL, assistant_msg, realistic_messages, user_msg
 from tests.conftest import list_cases, require_conformance
 

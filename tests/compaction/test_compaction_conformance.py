@@ -25,9 +25,9 @@ from sessiontree.compaction import (
     serialize_conversation,
     should_compact,
 )
-from sessiontree.context import build_session_context
 from sessiontree.llm.convert import BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, convert_to_llm
 from sessiontree.llm.tokens import estimate_context_tokens
+from sessiontree.tree.context import build_session_context
 from tests.compaction.support import (
     SessionIndex,
     compaction_case_names,

@@ -18,8 +18,8 @@ from sessiontree.compaction import (
     serialize_conversation,
     should_compact,
 )
-from sessiontree.context import build_session_context
 from sessiontree.llm.tokens import estimate_context_tokens
+from sessiontree.tree.context import build_session_context
 from tests.compaction.support import (
     PathBuilder,
     ScriptedSummarizer,

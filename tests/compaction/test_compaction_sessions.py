@@ -19,8 +19,8 @@ from sessiontree.compaction import (
     compact_if_needed,
     compact_session,
 )
-from sessiontree.context import build_session_context, session_entry_to_context_messages
 from sessiontree.llm.types import AbortSignal
+from sessiontree.tree.context import build_session_context, session_entry_to_context_messages
 from tests.builders import MANAGER_KINDS, Factory, manager_factory, reopened
 from tests.compaction.support import (
     REALISTIC_GOAL,

@@ -19,9 +19,9 @@ from sessiontree.compaction import (
     generate_summary,
     generate_turn_prefix_summary,
 )
-from sessiontree.context import build_session_context
 from sessiontree.llm import StreamOptions
 from sessiontree.llm.types import Api
+from sessiontree.tree.context import build_session_context
 from tests.compaction.support import assistant_msg, call, realistic_messages, tool_result_msg, user_msg
 from tests.llm.fake_servers import (
     FakeServer,

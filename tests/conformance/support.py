@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree import SessionManager
-from sessiontree._json import UNDEFINED, loads
-from sessiontree.ids import parse_iso_ms
+from sessiontree.format.ids import parse_iso_ms
+from sessiontree.format.pi_json import UNDEFINED, loads
 
 
 def read_json(path: Path) -> Any:

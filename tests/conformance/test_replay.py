@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager
-from sessiontree._json import dumps_bytes, loads
+from sessiontree.format.pi_json import dumps_bytes, loads
 from tests.conformance.support import (
     Replay,
     file_lines,

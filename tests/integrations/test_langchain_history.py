@@ -27,8 +27,8 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 
 from sessiontree import SessionManager
-from sessiontree._json import dumps_bytes, loads
 from sessiontree.compaction import CompactionSettings
+from sessiontree.format.pi_json import dumps_bytes, loads
 from sessiontree.integrations.langchain import TreeChatMessageHistory
 from sessiontree.llm import Context, StreamOptions, convert_to_llm
 from sessiontree.llm.providers import anthropic, openai_completions, openai_responses

@@ -19,9 +19,9 @@ from agents.usage import Usage
 from typer.testing import CliRunner
 
 from sessiontree import SessionManager
-from sessiontree._json import dumps_bytes, loads
 from sessiontree.cli import app
 from sessiontree.compaction import CompactionSettings
+from sessiontree.format.pi_json import dumps_bytes, loads
 from sessiontree.integrations.openai_agents import TreeSession
 from sessiontree.llm import estimate_context_tokens
 

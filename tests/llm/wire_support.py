@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessiontree._json import dumps
+from sessiontree.format.pi_json import dumps
 from sessiontree.llm import Context, Model, ModelCost, Tool, convert_to_llm
 from sessiontree.llm.types import Api
 

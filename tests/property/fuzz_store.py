@@ -19,12 +19,13 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sessiontree import SessionError, SessionManager, _json
-from sessiontree.check import check_session_file
-from sessiontree.entries import session_header
+from sessiontree import SessionError, SessionManager
+from sessiontree.format import pi_json as _json
+from sessiontree.format.entries import session_header
 from sessiontree.llm import convert_to_llm
+from sessiontree.session.check import check_session_file
 from sessiontree.storage import JsonlStore, repair_session_file
-from sessiontree.views import entry_preview, tree_rows
+from sessiontree.tree.views import entry_preview, tree_rows
 from tests.conftest import conformance_root
 from tests.deadline import deadline
 from tests.property.mutations import mutate

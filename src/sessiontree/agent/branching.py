@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.session.manager import SessionManager
+
 from ..compaction.summarizer import BranchSummaryError
-from ..manager import SessionManager
 from .live import restore_settings
 from .navigation import BranchMove, apply_navigation, plan_navigation, summarize_abandoned
 from .run import RunParts

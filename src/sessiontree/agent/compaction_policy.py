@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
+
 from ..compaction import (
     CompactionError,
     CompactionResult,

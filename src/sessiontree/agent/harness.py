@@ -31,7 +31,10 @@ from typing import Any
 
 import anyio
 
-from .._json import UNDEFINED
+from sessiontree.format.messages import user_message
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.session.manager import SessionManager
+
 from ..compaction import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
@@ -44,8 +47,6 @@ from ..errors import SessionError
 from ..llm.models import ModelRegistry
 from ..llm.stream import stream as llm_stream
 from ..llm.types import AbortSignal, Model, StreamOptions, ThinkingLevel
-from ..manager import SessionManager
-from ..messages import user_message
 from . import events as ev
 from .branching import navigate
 from .bus import EventBus, Posted, hook_error
@@ -127,7 +128,7 @@ class AgentHarness:
         the session ``session_id`` (or a unique prefix of it), else a new session for ``cwd``."""
         import os
 
-        from ..stores import shared_repo
+        from sessiontree.session.store_access import shared_repo
 
         repo = shared_repo(store)
         manager = repo.open(session_id) if session_id is not None else repo.create(cwd or os.getcwd())

@@ -12,7 +12,8 @@ import inspect
 from dataclasses import replace
 from typing import Any
 
-from ..ids import now_ms
+from sessiontree.format.ids import now_ms
+
 from ..llm.convert import convert_to_llm
 from ..llm.stream import stream as llm_stream
 from ..llm.types import AbortSignal, Context

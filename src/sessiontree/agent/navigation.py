@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.session.manager import SessionManager
+
 from ..compaction.branch_collect import collect_entries_for_branch_summary
 from ..compaction.branch_summary import BranchSummaryResult, generate_branch_summary
 from ..compaction.offline import OfflineSummarizer
@@ -21,7 +23,6 @@ from ..compaction.settings import DEFAULT_BRANCH_SUMMARY_SETTINGS, BranchSummary
 from ..compaction.summarizer import Summarizer
 from ..errors import SessionError, SessionNotFoundError
 from ..llm.types import AbortSignal
-from ..manager import SessionManager
 
 __all__ = [
     "BranchMove",

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
+from sessiontree.format.messages import assistant_message, tool_result_message
+from sessiontree.session.manager import SessionManager
+from sessiontree.tree.context import SessionContext
+
 from ..compaction import CompactionSettings
-from ..context import SessionContext
 from ..llm.stream import stream as llm_stream
 from ..llm.types import AbortSignal, Context, Model, StreamOptions
-from ..manager import SessionManager
-from ..messages import assistant_message, tool_result_message
 from . import events as ev
 from .bus import EventBus
 from .compaction_policy import CompactionCheck, Compactor, check_compaction

@@ -17,12 +17,13 @@ from typing import Any, cast
 
 import anyio
 
-from .._json import dumps
+from sessiontree.format.messages import Message, StopReason
+from sessiontree.format.pi_json import dumps
+
 from ..llm.providers._common import payload_hook
 from ..llm.stream import MessageBuilder, register_provider
 from ..llm.tokens import estimate_tokens
 from ..llm.types import Api, Context, Model, ModelCost, StreamEvent, StreamOptions, ThinkingLevel, Tool
-from ..messages import Message, StopReason
 
 __all__ = [
     "SCRIPTED_API",

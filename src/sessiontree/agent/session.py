@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from .._json import UNDEFINED
-from ..context import SessionContext
-from ..manager import SessionManager
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.session.manager import SessionManager
+from sessiontree.tree.context import SessionContext
 
 __all__ = ["AsyncSession"]
 

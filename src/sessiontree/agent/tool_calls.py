@@ -14,9 +14,10 @@ from typing import Any
 
 import anyio
 
-from ..ids import now_ms
+from sessiontree.format.ids import now_ms
+from sessiontree.format.messages import tool_result_message
+
 from ..llm.types import AbortSignal
-from ..messages import tool_result_message
 from . import events as ev
 from .types import AgentContext, AgentTool, EventSink, LoopConfig, ToolResult
 from .validate import validate_arguments

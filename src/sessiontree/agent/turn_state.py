@@ -14,10 +14,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..context import SessionContext, get_session_context_settings, session_entry_to_context_messages
-from ..index import SessionIndex
+from sessiontree.session.manager import SessionManager
+from sessiontree.tree.context import (
+    SessionContext,
+    get_session_context_settings,
+    session_entry_to_context_messages,
+)
+from sessiontree.tree.session_index import SessionIndex
+
 from ..llm.types import Model, StreamOptions, ThinkingLevel
-from ..manager import SessionManager
 from .session import AsyncSession
 from .types import AgentContext, AgentTool, HarnessError
 

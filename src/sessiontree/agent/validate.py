@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import dumps
+from sessiontree.format.pi_json import dumps
 
 __all__ = ["ToolArgumentError", "validate_arguments"]
 

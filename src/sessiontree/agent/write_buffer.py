@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..manager import SessionManager
+from sessiontree.session.manager import SessionManager
+
 from .session import AsyncSession
 
 __all__ = ["WRITE_KINDS", "PendingWrite", "WriteBuffer"]

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from sessiontree.format.safe_text import json_for_terminal, safe_text
+
 from ..errors import SessionError
-from ..safe_text import json_for_terminal, safe_text
 
 if TYPE_CHECKING:
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
+
     from ..storage import Problem
 
 EXIT_OK = 0
@@ -206,7 +208,7 @@ def say_lines(lines: Iterator[str] | list[str]) -> None:
 
 def emit_json(value: Any) -> None:
     """Print ``value`` as JSON (pi's encoding; terminal-unsafe characters as ``\\u`` escapes)."""
-    from .._json import dumps
+    from sessiontree.format.pi_json import dumps
 
     sys.stdout.write(json_for_terminal(dumps(value)) + "\n")
 
@@ -261,9 +263,10 @@ def session_path(ref: str) -> Any:
     """The session ``ref`` names: with ``--store``, an id (or unique prefix) in that store (a file path for
     file stores, a ``StoreTarget`` for database stores); else a path, or a session id, unique id prefix or
     name in pi's session directory (this project first)."""
-    from ..catalogue import list_sessions, session_dirs
-    from ..lookup import resolve_session_file, select_session
-    from ..repo import get_sessions_root
+    from sessiontree.session.lookup import resolve_session_file, select_session
+    from sessiontree.storage.listing_cache import list_sessions, session_dirs
+    from sessiontree.storage.session_dirs import get_sessions_root
+
     from .progress import listing_progress
 
     store = current_store()
@@ -286,8 +289,8 @@ def session_path(ref: str) -> Any:
 
 
 def _in_store(store: str, ref: str) -> Path | StoreTarget:
-    from ..repository import JsonlRepo
-    from ..stores import shared_repo
+    from sessiontree.session.store_access import shared_repo
+    from sessiontree.storage.repository import JsonlRepo
 
     with handled():
         repo = shared_repo(store)
@@ -301,7 +304,7 @@ def _in_store(store: str, ref: str) -> Path | StoreTarget:
 
 def open_session(target: Path | StoreTarget, *, read_only: bool, **options: Any) -> SessionManager:
     """Open what ``session_path`` found (a file, or a session in a database store)."""
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
     if isinstance(target, StoreTarget):
         return SessionManager.open(target.session_id, store=target.url, read_only=read_only, **options)
@@ -354,7 +357,7 @@ def report_writes(manager: SessionManager, seen: list[Problem]) -> None:
 
 def entry_id(manager: SessionManager, ref: str) -> str:
     """The entry ``ref`` names: an id, a unique id prefix (4+ characters) or a label."""
-    from ..lookup import resolve_entry_id
+    from sessiontree.session.lookup import resolve_entry_id
 
     with handled():
         return resolve_entry_id(manager, ref)

@@ -10,13 +10,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..index import LocalIndex
-from ..safe_text import cell_width, cut_to_width, one_line, safe_text
-from ..views import TreeRow, connector_prefix, decode_for_preview, entry_preview, entry_role, tree_rows
+from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
+from sessiontree.tree.session_index import LocalIndex
+from sessiontree.tree.views import (
+    TreeRow,
+    connector_prefix,
+    decode_for_preview,
+    entry_preview,
+    entry_role,
+    tree_rows,
+)
+
 from ._common import Styler
 
 if TYPE_CHECKING:
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
+
     from ..storage import EntryStore
 
 __all__ = ["TreeOptions", "tree_json", "tree_lines"]

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..safe_text import safe_text
+from sessiontree.format.safe_text import safe_text
+
 from ._common import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -42,9 +43,10 @@ def check_cmd(
     as_json: Annotated[bool, json_flag("the problems (and the repair report)")] = False,
 ) -> None:
     """Report every problem the loader finds (read-only); exit 1 when the file is damaged."""
-    from ..check import check_session_file
-    from ..entries import session_header
-    from ..ids import iso_from_ms, now_ms, uuid7
+    from sessiontree.format.entries import session_header
+    from sessiontree.format.ids import iso_from_ms, now_ms, uuid7
+    from sessiontree.session.check import check_session_file
+
     from ..storage.repair import repair_session_file
 
     if force and not repair:

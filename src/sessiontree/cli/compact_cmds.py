@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from ..safe_text import safe_text
+from sessiontree.format.safe_text import safe_text
+
 from ._common import (
     EXIT_USAGE,
     SessionArg,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..safe_text import safe_text
+from sessiontree.format.safe_text import safe_text
+
 from ._common import EXIT_FAILED, fail, handled, say, session_path
 
 if TYPE_CHECKING:

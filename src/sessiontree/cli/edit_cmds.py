@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from ..safe_text import one_line, safe_text
+from sessiontree.format.safe_text import one_line, safe_text
+
 from ._common import (
     SessionArg,
     emit_json,
@@ -37,7 +38,7 @@ def fork_cmd(
     as_json: Annotated[bool, json_flag("the new file's path, leaf and the message text")] = False,
 ) -> None:
     """Copy the branch up to just before a user message into a new session file (pi's /fork); FILE is not changed. Prints the new file's path and the message's text, to edit and send again."""
-    from ..forking import fork_session
+    from sessiontree.storage.forking import fork_session
 
     manager, _ = open_read(file)
     target = entry_id(manager, at)
@@ -68,7 +69,7 @@ def clone_cmd(
     as_json: Annotated[bool, json_flag("the new file's path and leaf")] = False,
 ) -> None:
     """Copy the active branch (root to leaf) into a new session file (pi's /clone); FILE is not changed. Prints the new file's path."""
-    from ..forking import clone_session
+    from sessiontree.storage.forking import clone_session
 
     manager, _ = open_read(file)
     target = entry_id(manager, leaf) if leaf is not None else None

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from ..safe_text import safe_text
+from sessiontree.format.safe_text import safe_text
+
 from ._common import (
     EXIT_USAGE,
     SessionArg,

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from ..safe_text import cell_width, cut_to_width, one_line, safe_text
+from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
+
 from ._common import (
     EXIT_FAILED,
     SessionArg,
@@ -53,12 +54,13 @@ def list_cmd(
     as_json: Annotated[bool, json_flag("the sessions (pi's SessionInfo fields)")] = False,
 ) -> None:
     """List sessions, newest first: this project's in pi's session directory (~/.pi/agent/sessions)."""
-    from ..catalogue import list_sessions, session_dirs
+    from sessiontree.storage.listing_cache import list_sessions, session_dirs
+
     from .progress import listing_progress
 
     store = current_store()
     if store is not None and session_dir is None:
-        from ..stores import shared_repo
+        from sessiontree.session.store_access import shared_repo
 
         with handled():
             repo = shared_repo(store)
@@ -113,8 +115,8 @@ def latest_cmd(
     ] = None,
 ) -> None:
     """Print the path of the most recently modified session (the one `pi -c` continues), for scripts."""
-    from ..catalogue import session_dirs
-    from ..repo import find_most_recent_session
+    from sessiontree.storage.listing_cache import session_dirs
+    from sessiontree.storage.session_dirs import find_most_recent_session
 
     with handled():
         (directory,) = session_dirs(str(cwd) if cwd is not None else None, session_dir)
@@ -165,8 +167,9 @@ def context_cmd(
     as_json: Annotated[bool, json_flag("the context (messages, thinking level, model, tools)")] = False,
 ) -> None:
     """Show what the model sees at the leaf: messages (after compaction), model, thinking level, tokens."""
+    from sessiontree.tree.views import entry_preview, message_full_text
+
     from ..llm.tokens import estimate_context_tokens, estimate_tokens
-    from ..views import entry_preview, message_full_text
 
     manager, _ = open_read(file)
     target = entry_id(manager, leaf) if leaf is not None else None
@@ -215,7 +218,7 @@ def show_cmd(
 
 def stats_cmd(file: SessionArg, as_json: Annotated[bool, json_flag("the figures")] = False) -> None:
     """Entries, branches, messages by role, tokens and cost: in total and on the active branch."""
-    from ..stats import session_stats
+    from sessiontree.session.stats import session_stats
 
     manager, path = open_read(file)
     with handled():
@@ -225,7 +228,7 @@ def stats_cmd(file: SessionArg, as_json: Annotated[bool, json_flag("the figures"
         return
 
     def usage(label: str, totals: object) -> list[str]:
-        from ..stats import UsageTotals
+        from sessiontree.session.stats import UsageTotals
 
         assert isinstance(totals, UsageTotals)
         roles = ", ".join(f"{safe_text(role)} {n}" for role, n in sorted(totals.by_role.items())) or "none"

@@ -1,7 +1,7 @@
 """Commands about stores rather than one session: ``copy`` between any two stores, ``search``, and ``db``
 (schema migrations of a database store).
 
-Thin shells over ``sessiontree.copying``, ``Repo.search`` and ``Repo.setup``.
+Thin shells over ``sessiontree.session.copying``, ``Repo.search`` and ``Repo.setup``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from ..safe_text import one_line, safe_text
+from sessiontree.format.safe_text import one_line, safe_text
+
 from ._common import (
     EXIT_USAGE,
     current_store,
@@ -56,8 +57,9 @@ def copy_cmd(
     A file with damage (bad lines, a torn last line, blank lines) is refused unless --lossy, and the refusal
     says what would not be copied.
     """
-    from ..copying import copy_session
-    from ..stores import shared_repo
+    from sessiontree.session.copying import copy_session
+    from sessiontree.session.store_access import shared_repo
+
     from .progress import listing_progress
 
     sources = [source]
@@ -98,7 +100,7 @@ def search_cmd(
     as_json: Annotated[bool, json_flag("the hits")] = False,
 ) -> None:
     """Search message text and session names in a store (--store; default pi's session directory)."""
-    from ..stores import shared_repo
+    from sessiontree.session.store_access import shared_repo
 
     if limit < 1:
         fail("--limit must be at least 1", EXIT_USAGE)
@@ -127,9 +129,9 @@ def db_cmd(
     ],
 ) -> None:
     """Set up or inspect a database store (--store sqlite:///PATH or postgresql://...)."""
-    from ..sql.repo import SqlRepo
-    from ..sql.schema import SCHEMA_VERSION
-    from ..stores import shared_repo
+    from sessiontree.session.store_access import shared_repo
+    from sessiontree.storage.sql.repository import SqlRepo
+    from sessiontree.storage.sql.schema import SCHEMA_VERSION
 
     store = current_store()
     if store is None or not store.lower().startswith(("sqlite:", "postgresql:", "postgres:")):

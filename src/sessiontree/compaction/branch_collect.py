@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..context import compaction_summary_message
+from sessiontree.tree.context import compaction_summary_message
+
 from ..llm.tokens import estimate_tokens
 from .file_ops import FileOperations, extract_file_ops_from_message
 from .prepare import entry_to_summary_message

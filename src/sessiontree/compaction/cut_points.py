@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import path_types as entry_types
+from sessiontree.tree.context import path_types as entry_types
+
 from ..llm.tokens import estimate_tokens
 
 __all__ = [

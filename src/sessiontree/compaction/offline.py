@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ids import now_ms
-from ..messages import AssistantMessage, assistant_message, empty_usage
+from sessiontree.format.ids import now_ms
+from sessiontree.format.messages import AssistantMessage, assistant_message, empty_usage
+
 from .offline_digest import Digest, Step, clip, digest_messages, sentences
 from .offline_merge import FileTracker, Slot, merge_abandoned, merge_earlier
 from .summarizer import SummaryKind, SummaryRequest

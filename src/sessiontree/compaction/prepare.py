@@ -9,14 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import (
+from sessiontree.tree.context import (
     branch_summary_entry_message,
     compute_retained_tail,
     context_from_path,
     session_entry_to_context_messages,
 )
-from ..context import path_ids as entry_ids
-from ..context import path_types as entry_types
+from sessiontree.tree.context import path_ids as entry_ids
+from sessiontree.tree.context import path_types as entry_types
+
 from ..llm.tokens import estimate_context_tokens
 from .cut_points import find_cut_point
 from .file_ops import FileOperations, extract_file_ops_from_message

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._json import _is_index_key, dumps, utf16_len
+from sessiontree.format.pi_json import _is_index_key, dumps, utf16_len
 
 __all__ = ["TOOL_RESULT_MAX_CHARS", "serialize_conversation", "truncate_for_summary"]
 

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._json import UNDEFINED
-from ..context import get_session_context_settings
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.tree.context import get_session_context_settings
+
 from ..errors import SessionNotFoundError
 from ..llm.tokens import estimate_context_tokens
 from ..llm.types import AbortSignal

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from sessiontree.format.ids import now_ms
+from sessiontree.format.messages import AssistantMessage
+
 from ..errors import SessionError
-from ..ids import now_ms
 from ..llm.stream import complete
 from ..llm.types import AbortSignal, Context, Model, StreamOptions, ThinkingLevel
-from ..messages import AssistantMessage
 
 __all__ = [
     "BranchSummaryError",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
 __all__ = ["FORMATS", "ExportFormat", "export_jsonl", "export_session"]
 
@@ -20,9 +20,10 @@ FORMATS: tuple[ExportFormat, ...] = ("html", "md", "jsonl")
 def export_jsonl(manager: SessionManager, leaf_id: str | None = None) -> bytes:
     """The branch as its own session file (new session id, ``parentSession`` = this file, lines verbatim,
     labels re-created), as pi's ``createBranchedSession`` would write it."""
-    from .. import _json
+    from sessiontree.format import pi_json as _json
+    from sessiontree.storage.forking import branch_lines
+
     from ..errors import SessionError
-    from ..forking import branch_lines
     from ..storage._encode import encode_entry
 
     target = leaf_id if leaf_id is not None else manager.get_leaf_id()

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from .._json import dumps
-from ..safe_text import safe_text
-from ..views import connector_prefix, entry_preview, tree_rows
+from sessiontree.format.pi_json import dumps
+from sessiontree.format.safe_text import safe_text
+from sessiontree.tree.views import connector_prefix, entry_preview, tree_rows
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
 __all__ = ["export_html"]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .._json import dumps
-from ..safe_text import safe_text
-from ..views import entry_preview
+from sessiontree.format.pi_json import dumps
+from sessiontree.format.safe_text import safe_text
+from sessiontree.tree.views import entry_preview
 
 if TYPE_CHECKING:
-    from ..manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
 __all__ = ["export_markdown"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from ._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
 
 __all__ = [
     "CURRENT_SESSION_VERSION",

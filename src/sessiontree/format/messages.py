@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
-from .errors import SessionError
+from sessiontree.errors import SessionError
 
 __all__ = [
     "AgentMessage",

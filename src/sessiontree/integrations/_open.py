@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sessiontree.session.manager import SessionManager
+from sessiontree.storage.session_dirs import get_sessions_root
+from sessiontree.storage.urls import is_store_url
+
 from ..errors import SessionError, SessionNotFoundError
-from ..manager import SessionManager
-from ..repo import get_sessions_root
-from ..store_urls import is_store_url
 
 __all__ = ["MEMORY_TARGET", "_open_manager"]
 

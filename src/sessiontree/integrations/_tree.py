@@ -22,7 +22,16 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 
 import anyio
 
-from .._json import UNDEFINED
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.session.manager import SessionManager
+from sessiontree.tree.context import (
+    compaction_summary_message,
+    get_latest_compaction_index,
+    path_ids,
+    path_types,
+    session_entry_to_context_messages,
+)
+
 from ..compaction import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
     DEFAULT_COMPACTION_SETTINGS,
@@ -38,17 +47,9 @@ from ..compaction import (
     should_compact,
 )
 from ..compaction.summarizer import LlmSummarizer
-from ..context import (
-    compaction_summary_message,
-    get_latest_compaction_index,
-    path_ids,
-    path_types,
-    session_entry_to_context_messages,
-)
 from ..errors import SessionError, SessionNotFoundError
 from ..llm.tokens import estimate_context_tokens, estimate_tokens
 from ..llm.types import Model
-from ..manager import SessionManager
 from ._blocks import Mismatch
 from ._open import _open_manager
 from ._records import Record, Source, copy_json

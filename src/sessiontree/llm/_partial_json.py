@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._json import loads
+from sessiontree.format.pi_json import loads
 
 __all__ = ["parse_partial_object"]
 

@@ -9,8 +9,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-from .._json import js_number
-from ..messages import AgentMessage, Message
+from sessiontree.format.messages import AgentMessage, Message
+from sessiontree.format.pi_json import js_number
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",

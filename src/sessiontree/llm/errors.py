@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import dumps
+from sessiontree.format.pi_json import dumps
 
 __all__ = ["describe_error", "provider_error_message"]
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .._json import loads
+from sessiontree.format.pi_json import loads
+
 from .types import Api, Model, ModelCost
 
 __all__ = [

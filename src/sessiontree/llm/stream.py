@@ -12,7 +12,15 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-from ..messages import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall, Usage
+from sessiontree.format.messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+
 from ._partial_json import parse_partial_object
 from .errors import describe_error
 from .types import Context, Model, StreamEvent, StreamOptions

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._json import dumps, utf16_len
-from ..messages import AgentMessage, Usage
+from sessiontree.format.messages import AgentMessage, Usage
+from sessiontree.format.pi_json import dumps, utf16_len
 
 __all__ = [
     "CHARS_PER_TOKEN",

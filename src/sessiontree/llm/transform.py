@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ..messages import AssistantMessage, Message, ToolCall
+from sessiontree.format.messages import AssistantMessage, Message, ToolCall
+
 from .types import Model
 
 __all__ = [

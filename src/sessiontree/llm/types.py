@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..messages import AssistantMessage, Message, StopReason, ToolCall
+from sessiontree.format.messages import AssistantMessage, Message, StopReason, ToolCall
 
 __all__ = [
     "API_ANTHROPIC_MESSAGES",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import CorruptSessionError
-from .storage import JsonlStore, Problem
-from .tree import TreeIndex
+from sessiontree.errors import CorruptSessionError
+from sessiontree.storage import JsonlStore, Problem
+from sessiontree.tree.tree_index import TreeIndex
 
 __all__ = ["check_session_file"]
 

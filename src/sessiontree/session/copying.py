@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _json
-from .errors import SessionError, StorageError
-from .repository import file_lines
-from .storage import JsonlStore, Problem
-from .store_urls import is_store_url
-from .stores import shared_repo
+from sessiontree.errors import SessionError, StorageError
+from sessiontree.format import pi_json as _json
+from sessiontree.session.store_access import shared_repo
+from sessiontree.storage import JsonlStore, Problem
+from sessiontree.storage.repository import file_lines
+from sessiontree.storage.urls import is_store_url
 
 __all__ = ["LOSSY_KINDS", "CopyResult", "SessionSource", "copy_session", "read_source", "split_ref"]
 
@@ -135,7 +135,7 @@ def copy_session(
     target = Path(url).expanduser()
     if target.exists():
         raise StorageError(f"{target}: already exists (sessiontree never overwrites a session file)")
-    from .storage import _fileio
+    from sessiontree.storage import _fileio
 
     blob = b"".join([src.header_block, b"\n", *(line + b"\n" for line in lines)])
     _fileio.atomic_replace(target, blob, exclusive=True)

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import AmbiguousReferenceError, SessionError, SessionNotFoundError
+from sessiontree.errors import AmbiguousReferenceError, SessionError, SessionNotFoundError
 
 if TYPE_CHECKING:
-    from .manager import SessionManager
-    from .repo import SessionInfo
+    from sessiontree.session.manager import SessionManager
+    from sessiontree.storage.session_dirs import SessionInfo
 
 __all__ = ["MIN_PREFIX", "resolve_entry_id", "resolve_session_file", "select_session"]
 
@@ -24,7 +24,7 @@ MIN_PREFIX = 4
 
 
 def _show(value: str) -> str:
-    from .safe_text import safe_text
+    from sessiontree.format.safe_text import safe_text
 
     return safe_text(value)
 

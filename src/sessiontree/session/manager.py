@@ -14,18 +14,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from . import entries as E
-from ._json import UNDEFINED
-from .context import SessionContext, compute_retained_tail, context_from_path
-from .errors import SessionError, SessionNotFoundError
-from .ids import Clock, IdFactory, iso_from_ms, new_entry_id, now_ms, uuid7
-from .index import LocalIndex, PathView, SessionIndex
-from .messages import validate_message
-from .repo import ensure_private_dir
-from .session_files import new_header, open_file_store
-from .storage import EntryStore, JsonlStore, MemoryStore, Problem
-from .store_urls import shared_repo
-from .tree import TreeNode
+from sessiontree.errors import SessionError, SessionNotFoundError
+from sessiontree.format import entries as E
+from sessiontree.format.ids import Clock, IdFactory, iso_from_ms, new_entry_id, now_ms, uuid7
+from sessiontree.format.messages import validate_message
+from sessiontree.format.pi_json import UNDEFINED
+from sessiontree.storage import EntryStore, JsonlStore, MemoryStore, Problem
+from sessiontree.storage.new_session import new_header, open_file_store
+from sessiontree.storage.session_dirs import ensure_private_dir
+from sessiontree.storage.urls import shared_repo
+from sessiontree.tree.context import SessionContext, compute_retained_tail, context_from_path
+from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
+from sessiontree.tree.tree_index import TreeNode
 
 __all__ = ["Durability", "SessionManager"]
 
@@ -168,7 +168,7 @@ class SessionManager:
             return shared_repo(store, manager_class=cls).create(
                 cwd, id=id, parent_session=parent_session, **options
             )
-        from .manager_factories import create_session
+        from sessiontree.storage.opening import create_session
 
         return create_session(cls, cwd, session_dir, id=id, parent_session=parent_session, **options)
 
@@ -189,7 +189,7 @@ class SessionManager:
         """
         if store is not None:  # ``path`` is a session id in that store
             return shared_repo(store, manager_class=cls).open(str(path), read_only=read_only, **options)
-        from .manager_factories import open_session
+        from sessiontree.storage.opening import open_session
 
         return open_session(cls, path, session_dir, cwd_override, read_only=read_only, **options)
 
@@ -202,14 +202,14 @@ class SessionManager:
             repo = shared_repo(store, manager_class=cls)
             listed = repo.list(cwd)
             return repo.open(listed[0].id, **options) if listed else repo.create(cwd, **options)
-        from .manager_factories import continue_recent
+        from sessiontree.storage.opening import continue_recent
 
         return continue_recent(cls, cwd, session_dir, **options)
 
     @classmethod
     def in_memory(cls, cwd: str | None = None, **options: Any) -> SessionManager:
         """A session that is never written to disk."""
-        from .manager_factories import in_memory
+        from sessiontree.storage.opening import in_memory
 
         return in_memory(cls, cwd, **options)
 
@@ -224,7 +224,7 @@ class SessionManager:
         **options: Any,
     ) -> SessionManager:
         """Copy every entry of ``source_path`` (verbatim) into a new session of ``target_cwd``."""
-        from .manager_factories import fork_from
+        from sessiontree.storage.opening import fork_from
 
         return fork_from(cls, source_path, target_cwd, session_dir, id=id, **options)
 
@@ -239,7 +239,7 @@ class SessionManager:
         """``SessionInfo`` for every session of ``cwd`` (in ``store`` when given), newest first."""
         if store is not None:
             return shared_repo(store, manager_class=SessionManager).list(cwd)
-        from .manager_factories import list_sessions
+        from sessiontree.storage.opening import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
 
@@ -253,7 +253,7 @@ class SessionManager:
         """``SessionInfo`` for every session of every project (or of one flat directory, or of ``store``)."""
         if store is not None:
             return shared_repo(store, manager_class=SessionManager).list()
-        from .manager_factories import list_all_sessions
+        from sessiontree.storage.opening import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
 
@@ -515,7 +515,7 @@ class SessionManager:
     def create_branched_session(self, leaf_id: str, *, session_id: str | None = None) -> str | None:
         """Extract root→``leaf_id`` into a new session (beside this one) and continue there; returns its path
         (``None`` in memory and in database stores)."""
-        from .forking import branch_lines
+        from sessiontree.storage.forking import branch_lines
 
         self._refuse_read_only("create a branched session")
         header, lines, name = branch_lines(self, leaf_id, session_id=session_id)

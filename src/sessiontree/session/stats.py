@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
 __all__ = ["SessionStats", "UsageTotals", "session_stats"]
 
@@ -133,7 +133,7 @@ class SessionStats:
 def session_stats(manager: SessionManager) -> SessionStats:
     """Entries, branches, labels, messages by role, tokens and cost: in total and on the active branch; plus
     the context at the leaf (messages, and tokens estimated as compaction estimates them)."""
-    from .llm.tokens import estimate_context_tokens
+    from sessiontree.llm.tokens import estimate_context_tokens
 
     ids, parents, types = manager.index.envelopes()
     unique = set(ids)

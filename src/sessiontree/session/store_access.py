@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 
-from .manager import SessionManager
-from .repository import Repo
-from .store_urls import open_repo as _open_repo
-from .store_urls import shared_repo as _shared_repo
+from sessiontree.session.manager import SessionManager
+from sessiontree.storage.repository import Repo
+from sessiontree.storage.urls import open_repo as _open_repo
+from sessiontree.storage.urls import shared_repo as _shared_repo
 
 __all__ = ["open_repo", "shared_repo"]
 

@@ -5,7 +5,8 @@ Also migration, the writer lock and check/repair. Nothing here knows about messa
 
 from __future__ import annotations
 
-from .base import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Problem
+from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Problem
+
 from .jsonl import JsonlStore
 from .memory import MemoryStore
 from .migrate import MigrationResult, migrate_entries, needs_migration, session_version

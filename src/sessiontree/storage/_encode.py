@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .. import _json
+from sessiontree.format import pi_json as _json
 
 __all__ = ["encode_entry"]
 

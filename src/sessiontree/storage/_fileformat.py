@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _json
+from sessiontree.format import pi_json as _json
+from sessiontree.tree.entry_store import Problem
+
 from ..errors import CorruptSessionError
-from .base import Problem
 
 __all__ = ["decode_for_migration", "find_header", "header_problem", "parse_header"]
 

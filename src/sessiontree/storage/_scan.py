@@ -30,8 +30,8 @@ from itertools import repeat
 from operator import add, attrgetter, itemgetter, sub
 from typing import Any
 
-from .. import _json
-from .base import Problem
+from sessiontree.format import pi_json as _json
+from sessiontree.tree.entry_store import Problem
 
 try:  # pragma: no cover - exercised by the environment, both paths are tested
     import msgspec

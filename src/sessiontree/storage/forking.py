@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import entries as E
-from .errors import SessionError, SessionNotFoundError
-from .ids import assert_valid_session_id, iso_from_ms
-from .index import LocalIndex, PathView, SessionIndex
-from .repo import session_file_name
-from .storage import EntryStore, JsonlStore
+from sessiontree.errors import SessionError, SessionNotFoundError
+from sessiontree.format import entries as E
+from sessiontree.format.ids import assert_valid_session_id, iso_from_ms
+from sessiontree.storage import EntryStore, JsonlStore
+from sessiontree.storage.session_dirs import session_file_name
+from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
 
 __all__ = ["BranchSource", "ForkResult", "branch_lines", "clone_session", "fork_lines", "fork_session"]
 
@@ -112,7 +112,7 @@ def _message_text(content: object) -> str:
 
 
 def _write(manager: BranchSource, leaf_id: str, session_id: str | None, directory: Path | None) -> ForkResult:
-    from .repo import ensure_private_dir
+    from sessiontree.storage.session_dirs import ensure_private_dir
 
     header, lines, name = branch_lines(manager, leaf_id, session_id=session_id)
     source = manager.get_session_file()

@@ -13,14 +13,15 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import _json
+from sessiontree.format import pi_json as _json
+from sessiontree.format.ids import new_entry_id
+from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, IndexedStore, Problem, check_envelope
+
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError, StorageError
-from ..ids import new_entry_id
 from . import _fileio, lock
 from ._encode import encode_entry
 from ._fileformat import decode_for_migration, find_header, parse_header
 from ._scan import memory_chunks, reader_chunks, scan
-from .base import DURABILITY_MODES, Durability, IndexedStore, Problem, check_envelope
 from .migrate import migrate_entries, needs_migration, session_version
 
 __all__ = ["JsonlStore", "resolve_path"]

@@ -19,7 +19,8 @@ from typing import Any
 
 import msgspec
 
-from .repo import (
+from sessiontree.storage import _fileio
+from sessiontree.storage.session_dirs import (
     SessionInfo,
     build_session_info,
     get_default_session_dir,
@@ -27,7 +28,6 @@ from .repo import (
     list_session_files,
     resolve_cwd,
 )
-from .storage import _fileio
 
 __all__ = ["CACHE_ENV", "Catalogue", "ListedSessions", "default_cache_dir", "list_sessions", "session_dirs"]
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import _json
+from sessiontree.format import pi_json as _json
+from sessiontree.tree.entry_store import IndexedStore, Problem, check_envelope
+
 from ..errors import SessionError
 from ._encode import encode_entry
-from .base import IndexedStore, Problem, check_envelope
 
 __all__ = ["MemoryStore"]
 

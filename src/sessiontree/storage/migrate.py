@@ -11,8 +11,8 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..entries import CURRENT_SESSION_VERSION
-from ..ids import new_entry_id
+from sessiontree.format.entries import CURRENT_SESSION_VERSION
+from sessiontree.format.ids import new_entry_id
 
 __all__ = ["MigrationResult", "migrate_entries", "needs_migration", "session_version"]
 

@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import entries as E
-from .ids import assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
-from .repo import ensure_private_dir, get_default_session_dir, session_file_name
-from .storage import EntryStore, JsonlStore
+from sessiontree.format import entries as E
+from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
+from sessiontree.storage import EntryStore, JsonlStore
+from sessiontree.storage.session_dirs import ensure_private_dir, get_default_session_dir, session_file_name
 
 __all__ = ["MANAGER_OPTIONS", "ensure_session_dir", "new_header", "open_file_store", "split_options"]
 

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import CorruptSessionError, SessionError, SessionNotFoundError
-from .ids import assert_valid_session_id, new_entry_id
-from .repo import (
+from sessiontree.errors import CorruptSessionError, SessionError, SessionNotFoundError
+from sessiontree.format.ids import assert_valid_session_id, new_entry_id
+from sessiontree.storage import JsonlStore, MemoryStore
+from sessiontree.storage.new_session import ensure_session_dir, new_header, open_file_store, split_options
+from sessiontree.storage.session_dirs import (
     SessionInfo,
     collect_session_infos,
     find_most_recent_session,
@@ -22,8 +24,6 @@ from .repo import (
     list_session_files,
     resolve_cwd,
 )
-from .session_files import ensure_session_dir, new_header, open_file_store, split_options
-from .storage import JsonlStore, MemoryStore
 
 M = TypeVar("M")
 Maker = Callable[..., M]

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import _json
+from sessiontree.format import pi_json as _json
+from sessiontree.tree.entry_store import Problem
+
 from ..errors import CorruptSessionError
 from . import _fileio, lock
 from ._fileformat import find_header
-from .base import Problem
 from .jsonl import JsonlStore, resolve_path
 
 __all__ = ["RepairReport", "repair_session_file"]

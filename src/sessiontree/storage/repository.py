@@ -14,14 +14,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from . import _json
-from .entries import session_header
-from .errors import AmbiguousReferenceError, SessionError, SessionNotFoundError, StorageError
-from .forking import fork_lines
-from .ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
-from .index import SessionIndex
-from .manager_factories import create_session, open_session
-from .repo import (
+from sessiontree.errors import AmbiguousReferenceError, SessionError, SessionNotFoundError, StorageError
+from sessiontree.format import pi_json as _json
+from sessiontree.format.entries import session_header
+from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
+from sessiontree.storage import JsonlStore, MemoryStore, Problem, _fileio
+from sessiontree.storage.forking import fork_lines
+from sessiontree.storage.new_session import split_options
+from sessiontree.storage.opening import create_session, open_session
+from sessiontree.storage.search import SearchHit, entry_search_text, query_terms, snippet
+from sessiontree.storage.session_dirs import (
     SessionInfo,
     SessionInfoBuilder,
     collect_session_infos,
@@ -32,9 +34,7 @@ from .repo import (
     resolve_cwd,
     session_file_name,
 )
-from .session_files import split_options
-from .storage import JsonlStore, MemoryStore, Problem, _fileio
-from .textsearch import SearchHit, entry_search_text, query_terms, snippet
+from sessiontree.tree.session_index import SessionIndex
 
 __all__ = ["JsonlRepo", "ManagedSession", "ManagerClass", "MemoryRepo", "Repo", "SearchHit", "file_lines"]
 
@@ -306,7 +306,7 @@ class JsonlRepo(Repo[M]):
 def file_lines(path: Path) -> tuple[bytes, Iterator[bytes]]:
     """A session file split into its header block (up to the header line) and the lines after it."""
     data = _fileio.read_all(path)
-    from .storage._fileformat import find_header
+    from sessiontree.storage._fileformat import find_header
 
     found = find_header(data)
     if found is None:

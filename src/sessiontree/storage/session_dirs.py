@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _json
-from .ids import parse_iso_ms
+from sessiontree.format import pi_json as _json
+from sessiontree.format.ids import parse_iso_ms
 
 __all__ = [
     "SessionInfo",

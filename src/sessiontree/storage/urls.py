@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import SessionError
-from .repo import get_sessions_root
-from .repository import JsonlRepo, M, ManagerClass, MemoryRepo, Repo
+from sessiontree.errors import SessionError
+from sessiontree.storage.repository import JsonlRepo, M, ManagerClass, MemoryRepo, Repo
+from sessiontree.storage.session_dirs import get_sessions_root
 
 __all__ = ["STORE_ENV", "is_store_url", "open_repo", "shared_repo"]
 
@@ -43,7 +43,7 @@ def open_repo(url: str | os.PathLike[str] | None, *, manager_class: ManagerClass
     text = os.fspath(url)
     lower = text.lower()
     if lower.startswith(_SQL_SCHEMES):
-        from .sql.repo import SqlRepo
+        from sessiontree.storage.sql.repository import SqlRepo
 
         return SqlRepo(text, manager_class=manager_class)
     if lower == "memory:":
@@ -79,7 +79,7 @@ def _normalized(url: str) -> str:
     """The URL with relative file paths made absolute, so one store is one key whatever the working dir."""
     lower = url.lower()
     if lower.startswith("sqlite:"):
-        from .sql.database import parse_sql_url
+        from sessiontree.storage.sql.database import parse_sql_url
 
         return "sqlite://" + parse_sql_url(url).target
     if lower.startswith(("postgresql:", "postgres:", "memory:")):

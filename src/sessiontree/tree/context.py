@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
-from . import messages as _msgs
-from .ids import epoch_ms
+from sessiontree.format import messages as _msgs
+from sessiontree.format.ids import epoch_ms
 
 __all__ = [
     "SessionContext",

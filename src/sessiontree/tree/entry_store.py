@@ -16,8 +16,8 @@ from operator import ne
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import _json
-from ..errors import CorruptSessionError, SessionError
+from sessiontree.errors import CorruptSessionError, SessionError
+from sessiontree.format import pi_json as _json
 
 __all__ = [
     "DURABILITY_MODES",

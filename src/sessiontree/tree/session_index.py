@@ -14,8 +14,8 @@ from itertools import compress
 from pathlib import Path
 from typing import Any, overload
 
-from .storage.base import EntryStore, Problem
-from .tree import TreeIndex, TreeNode
+from sessiontree.tree.entry_store import EntryStore, Problem
+from sessiontree.tree.tree_index import TreeIndex, TreeNode
 
 __all__ = ["LocalIndex", "PathView", "SessionIndex"]
 

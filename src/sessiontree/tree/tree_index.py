@@ -14,8 +14,8 @@ from itertools import compress, repeat
 from operator import eq
 from typing import Any
 
-from .ids import parse_iso_ms
-from .storage.base import EntryStore, Problem
+from sessiontree.format.ids import parse_iso_ms
+from sessiontree.tree.entry_store import EntryStore, Problem
 
 __all__ = ["TreeIndex", "TreeNode", "preload_entries"]
 

@@ -11,8 +11,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from . import _json
-from .safe_text import cell_width, cut_to_width, one_line
+from sessiontree.format import pi_json as _json
+from sessiontree.format.safe_text import cell_width, cut_to_width, one_line
 
 __all__ = [
     "TreeRow",

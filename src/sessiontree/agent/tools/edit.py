@@ -59,7 +59,7 @@ def prepare_edit_arguments(raw: Any) -> Any:
         return raw
     args = dict(raw)
     if isinstance(args.get("edits"), str):
-        from ..._json import loads
+        from sessiontree.format.pi_json import loads
 
         try:
             parsed = loads(args["edits"])

@@ -20,17 +20,19 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
+from sessiontree.format.safe_text import safe_text
+
 from ...llm.types import AbortSignal
-from ...safe_text import safe_text
 from .footer import Footer
 from .input_line import InputLine, Interrupt
 from .model_choice import ChatSettings, ModelChoice
 from .render import Transcript
 
 if TYPE_CHECKING:
+    from sessiontree.session.manager import SessionManager
+
     from ...agent import AgentHarness
     from ...llm.models import ModelRegistry
-    from ...manager import SessionManager
 
 __all__ = ["ChatApp", "ChatConfig", "SlashCommands", "system_prompt"]
 

@@ -86,7 +86,8 @@ def chat_cmd(
     ] = None,
 ) -> None:
     """Chat with a coding agent on a pi session: streamed replies, tools, steering, /tree, /fork, /resume, /compact, /export and the rest (/help inside). Settings: $SESSIONTREE_SETTINGS, default settings.json in the user config directory ({"model": "PROVIDER/ID", "baseUrl": URL, "thinkingLevel": LEVEL, "compaction": {...}})."""
-    from ...catalogue import default_cache_dir
+    from sessiontree.storage.listing_cache import default_cache_dir
+
     from ...llm.models import ModelRegistry
     from .model_choice import choose_model, load_settings
 
@@ -104,7 +105,8 @@ def chat_cmd(
     work = (cwd or Path.cwd()).expanduser().resolve()
     if not work.is_dir():
         fail(f"--cwd {work}: not a directory", EXIT_USAGE)
-    from ...manager import SessionManager
+    from sessiontree.session.manager import SessionManager
+
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
     from .slash import run_slash

@@ -1,6 +1,6 @@
 """The chat's footer: model and thinking level, tokens and cost so far, context used of the window.
 
-Figures come from ``sessiontree.stats`` and the model layer's token estimate; this module only formats.
+Figures come from ``sessiontree.session.stats`` and the model layer's token estimate; this module only formats.
 Recomputed when a run settles or the session changes, not on every keystroke.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...safe_text import one_line
+from sessiontree.format.safe_text import one_line
 
 if TYPE_CHECKING:
     from ...agent import AgentHarness
@@ -33,8 +33,9 @@ class Footer:
 
     def refresh(self, harness: AgentHarness) -> None:
         """Recompute from the harness's session and model."""
+        from sessiontree.session.stats import UsageTotals
+
         from ...llm.tokens import estimate_context_tokens
-        from ...stats import UsageTotals
 
         manager = harness.session
         model = harness.model

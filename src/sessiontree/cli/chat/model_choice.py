@@ -67,7 +67,7 @@ def pi_settings_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    from ..._json import loads
+    from sessiontree.format.pi_json import loads
 
     try:
         data = loads(path.read_bytes())

@@ -13,7 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ...safe_text import one_line, safe_text
+from sessiontree.format.safe_text import one_line, safe_text
+
 from ..tui.entry_text import text_of, tool_call_summary
 
 __all__ = ["Transcript"]

@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
 __all__ = ["open_ref", "pick_session"]
 
 
 def open_ref(ref: str, store: str | None) -> SessionManager:
     """Open the session ``ref`` names to write: an id (or prefix) in ``store``; else a path, an id or a name."""
-    from ...manager import SessionManager
+    from sessiontree.session.manager import SessionManager
 
     if store is not None and not Path(ref).expanduser().exists():
         return SessionManager.open(ref, store=store)
-    from ...lookup import resolve_session_file
+    from sessiontree.session.lookup import resolve_session_file
 
     path = resolve_session_file(ref)
     if path is None:
@@ -34,7 +34,8 @@ def open_ref(ref: str, store: str | None) -> SessionManager:
 
 async def pick_session(cwd: Path, store: str | None, current: str | None = None) -> str | None:
     """Let the person pick a session (this folder's first, Tab for all); returns a ref for ``open_ref``."""
-    from ...manager import SessionManager
+    from sessiontree.session.manager import SessionManager
+
     from ..tui.picker_app import Picker
     from ..tui.picker_rows import session_items
 

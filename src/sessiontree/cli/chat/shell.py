@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessiontree.format.messages import bash_execution_message
+from sessiontree.format.safe_text import safe_text
+
 from ...agent.tools.bash import run_command
 from ...llm.types import AbortSignal
-from ...messages import bash_execution_message
-from ...safe_text import safe_text
 
 if TYPE_CHECKING:
     from ...agent import AgentHarness

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiontree.format.safe_text import one_line, safe_text
+
 from ...errors import SessionError
-from ...safe_text import one_line, safe_text
 
 if TYPE_CHECKING:
     from .app import ChatApp
@@ -45,8 +46,9 @@ class Command:
 
 # -- the tree and other sessions -----------------------------------------------------------------------------
 async def _tree(app: ChatApp, _arg: str) -> None:
+    from sessiontree.tree.tree_index import preload_entries
+
     from ...agent.navigation import plan_navigation
-    from ...tree import preload_entries
     from ..tui.tree_app import TreeNavigator
 
     manager = app.harness.session
@@ -96,7 +98,8 @@ async def _tree(app: ChatApp, _arg: str) -> None:
 
 
 async def _fork(app: ChatApp, arg: str) -> None:
-    from ...lookup import resolve_entry_id
+    from sessiontree.session.lookup import resolve_entry_id
+
     from ..tui.picker_rows import fork_items
 
     manager = app.harness.session
@@ -166,7 +169,7 @@ async def _name(app: ChatApp, arg: str) -> None:
 
 
 async def _label(app: ChatApp, arg: str) -> None:
-    from ...lookup import resolve_entry_id
+    from sessiontree.session.lookup import resolve_entry_id
 
     manager = app.harness.session
     first, _, rest = arg.partition(" ")
@@ -247,8 +250,9 @@ async def _thinking(app: ChatApp, arg: str) -> None:
 async def _session(app: ChatApp, _arg: str) -> None:
     from collections import Counter
 
+    from sessiontree.session.stats import UsageTotals
+
     from ...llm.tokens import estimate_context_tokens
-    from ...stats import UsageTotals
 
     manager = app.harness.session
     entries = manager.get_entries()

@@ -10,9 +10,10 @@ import json
 import os
 from typing import Any
 
+from sessiontree.format.safe_text import one_line
+from sessiontree.tree.views import message_text
+
 from ...agent.navigation import editor_text_of
-from ...safe_text import one_line
-from ...views import message_text
 
 __all__ = ["entry_line", "search_text", "text_of", "tool_call_summary"]
 

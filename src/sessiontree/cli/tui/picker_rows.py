@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ...safe_text import one_line
+from sessiontree.format.safe_text import one_line
+
 from .entry_text import text_of
 
 __all__ = ["PickItem", "age", "fork_items", "matches", "session_items", "window"]

@@ -19,6 +19,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "sessiontree.integrations.langchain needs langchain-core: pip install 'sessiontree[langchain]'"
     ) from exc
 
+from sessiontree.session.manager import SessionManager
+
 from ...compaction import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
     DEFAULT_COMPACTION_SETTINGS,
@@ -27,7 +29,6 @@ from ...compaction import (
     Summarizer,
 )
 from ...llm.types import Model
-from ...manager import SessionManager
 from .._records import Record, Source, copy_json
 from .._tree import AdapterCodec, TreeAdapter
 from .mapping import MESSAGE_CUSTOM_TYPE, default_message, message_of, message_to_record

@@ -32,8 +32,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from ...llm.convert import convert_message
-from ...messages import (
+from sessiontree.format.messages import (
     Usage,
     assistant_message,
     custom_message,
@@ -41,6 +40,8 @@ from ...messages import (
     tool_result_message,
     user_message,
 )
+
+from ...llm.convert import convert_message
 from .._blocks import Blocks, Mismatch, plain_parts
 from .._records import Record
 

@@ -33,9 +33,16 @@ from typing import Any, Literal
 
 import orjson
 
-from ..._json import dumps, loads
+from sessiontree.format.messages import (
+    Usage,
+    assistant_message,
+    custom_message,
+    tool_result_message,
+    user_message,
+)
+from sessiontree.format.pi_json import dumps, loads
+
 from ...llm.convert import convert_message
-from ...messages import Usage, assistant_message, custom_message, tool_result_message, user_message
 from .._blocks import Blocks, Mismatch, data_url, plain_parts
 from .._records import Record, copy_json
 

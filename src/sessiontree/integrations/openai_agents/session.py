@@ -22,6 +22,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'sessiontree[openai-agents]'"
     ) from exc
 
+from sessiontree.format.messages import Usage
+from sessiontree.session.manager import SessionManager
+
 from ...compaction import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
     DEFAULT_COMPACTION_SETTINGS,
@@ -31,8 +34,6 @@ from ...compaction import (
 )
 from ...errors import SessionNotFoundError
 from ...llm.types import Model
-from ...manager import SessionManager
-from ...messages import Usage
 from .._records import Record, Source, copy_json
 from .._tree import AdapterCodec, TreeAdapter
 from .mapping import (

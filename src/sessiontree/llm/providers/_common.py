@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ...messages import Message
+from sessiontree.format.messages import Message
+
 from ..models import DEFAULT_BASE_URLS, ENV_API_KEYS, get_env_api_key
 from ..types import Model, StreamEvent, StreamOptions, ThinkingLevel
 

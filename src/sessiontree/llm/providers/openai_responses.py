@@ -14,7 +14,8 @@ from typing import Any, cast
 
 import openai
 
-from ..._json import dumps, loads
+from sessiontree.format.pi_json import dumps, loads
+
 from ..stream import MessageBuilder, register_provider
 from ..transform import is_same_model, transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, Tool

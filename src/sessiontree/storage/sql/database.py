@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..errors import SessionError, StorageError
+from sessiontree.errors import SessionError, StorageError
 
 __all__ = ["DEFAULT_LEASE_TTL_MS", "Conn", "Database", "Dialect", "parse_sql_url"]
 

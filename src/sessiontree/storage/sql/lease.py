@@ -14,8 +14,8 @@ import socket
 import threading
 import uuid
 
-from ..errors import SessionError, SessionLockedError
-from .database import DEFAULT_LEASE_TTL_MS, Conn
+from sessiontree.errors import SessionError, SessionLockedError
+from sessiontree.storage.sql.database import DEFAULT_LEASE_TTL_MS, Conn
 
 __all__ = ["DEFAULT_TTL_MS", "WriterLease", "new_owner"]
 

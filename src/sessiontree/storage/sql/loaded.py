@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SessionError
-from ..storage.base import IndexedStore
-from .database import Conn
-from .text import unkey
+from sessiontree.errors import SessionError
+from sessiontree.storage.sql.database import Conn
+from sessiontree.storage.sql.text import unkey
+from sessiontree.tree.entry_store import IndexedStore
 
 __all__ = ["LoadedSession", "strip_cr"]
 

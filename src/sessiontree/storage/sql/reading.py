@@ -13,15 +13,15 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Self
 
-from .. import _json
-from ..errors import SessionError
-from ..index import LocalIndex, PathView, SessionIndex
-from ..repo import SessionInfoBuilder
-from ..storage.base import Problem
-from ..tree import TreeNode
-from .database import Conn, Database
-from .loaded import LoadedSession, strip_cr
-from .text import key, unkey
+from sessiontree.errors import SessionError
+from sessiontree.format import pi_json as _json
+from sessiontree.storage.session_dirs import SessionInfoBuilder
+from sessiontree.storage.sql.database import Conn, Database
+from sessiontree.storage.sql.loaded import LoadedSession, strip_cr
+from sessiontree.storage.sql.text import key, unkey
+from sessiontree.tree.entry_store import Problem
+from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
+from sessiontree.tree.tree_index import TreeNode
 
 __all__ = ["Entry", "Pointers", "SessionReads"]
 
@@ -74,7 +74,7 @@ class SessionReads(SessionIndex):
     @classmethod
     def open(cls, db: Database, session_id: str, *, read_only: bool = False) -> Self:
         """An existing session (``SessionNotFoundError`` when there is none with this id)."""
-        from ..errors import SessionNotFoundError
+        from sessiontree.errors import SessionNotFoundError
 
         session = cls(db, session_id, read_only=read_only)
         if not session._load():

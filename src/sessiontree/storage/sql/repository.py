@@ -13,18 +13,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import _json
-from .. import entries as E
-from ..errors import SessionError, SessionNotFoundError, StorageError
-from ..ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
-from ..repo import SessionInfo, _dt, resolve_cwd
-from ..repository import M, ManagerClass, Repo
-from ..storage.base import Problem
-from ..textsearch import SearchHit, query_terms, snippet
-from .database import Database
-from .schema import SCHEMA_VERSION, applied_version, migrate
-from .session import SqlSession
-from .text import display, unkey
+from sessiontree.errors import SessionError, SessionNotFoundError, StorageError
+from sessiontree.format import entries as E
+from sessiontree.format import pi_json as _json
+from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
+from sessiontree.storage.repository import M, ManagerClass, Repo
+from sessiontree.storage.search import SearchHit, query_terms, snippet
+from sessiontree.storage.session_dirs import SessionInfo, _dt, resolve_cwd
+from sessiontree.storage.sql.database import Database
+from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate
+from sessiontree.storage.sql.session import SqlSession
+from sessiontree.storage.sql.text import display, unkey
+from sessiontree.tree.entry_store import Problem
 
 __all__ = ["SqlRepo"]
 
@@ -106,7 +106,7 @@ class SqlRepo(Repo[M]):
             if len(rows) == 1:
                 return str(rows[0][0])
             if rows:
-                from ..errors import AmbiguousReferenceError
+                from sessiontree.errors import AmbiguousReferenceError
 
                 ids = [str(r[0]) for r in rows]
                 raise AmbiguousReferenceError(
@@ -138,7 +138,7 @@ class SqlRepo(Repo[M]):
 
     def _info(self, row: tuple[Any, ...]) -> SessionInfo:
         sid, cwd, name, parent, created, modified_ms, messages, first = row
-        from ..ids import parse_iso_ms
+        from sessiontree.format.ids import parse_iso_ms
 
         created_dt = _dt(parse_iso_ms(created)) or datetime.fromtimestamp(0, tz=UTC)
         modified = _dt(float(modified_ms)) if modified_ms is not None else None
@@ -179,7 +179,7 @@ class SqlRepo(Repo[M]):
         ``position="before"``: ``entry_id`` must be a user message and the copy ends at its parent;
         ``"at"``: the copy ends at ``entry_id``. Entry ids and lines are kept; the header names the source.
         """
-        from ..forking import fork_lines
+        from sessiontree.storage.forking import fork_lines
 
         source = SqlSession.open(self.db, self.resolve(session_id), read_only=True)
         try:

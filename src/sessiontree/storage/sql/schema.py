@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..errors import StorageError
-from .database import Conn, Dialect
+from sessiontree.errors import StorageError
+from sessiontree.storage.sql.database import Conn, Dialect
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate"]
 

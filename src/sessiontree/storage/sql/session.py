@@ -14,16 +14,16 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .. import _json
-from ..context import settings_kind
-from ..errors import SessionError, SessionLockedError
-from ..storage._encode import encode_entry
-from ..storage.base import Problem, check_envelope
-from ..textsearch import entry_search_text
-from .database import Database
-from .lease import WriterLease
-from .reading import Pointers, SessionReads
-from .text import display, key
+from sessiontree.errors import SessionError, SessionLockedError
+from sessiontree.format import pi_json as _json
+from sessiontree.storage._encode import encode_entry
+from sessiontree.storage.search import entry_search_text
+from sessiontree.storage.sql.database import Database
+from sessiontree.storage.sql.lease import WriterLease
+from sessiontree.storage.sql.reading import Pointers, SessionReads
+from sessiontree.storage.sql.text import display, key
+from sessiontree.tree.context import settings_kind
+from sessiontree.tree.entry_store import Problem, check_envelope
 
 __all__ = ["SqlSession"]
 
