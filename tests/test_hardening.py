@@ -25,9 +25,9 @@ from sessiontree import (
     SessionLockedError,
     SessionManager,
     StorageError,
-    _json,
 )
 from sessiontree.cli import app
+from sessiontree.format import pi_json as _json
 from sessiontree.session.check import check_session_file
 from sessiontree.storage import JsonlStore, _scan, repair_session_file
 from sessiontree.tree.views import tree_rows
