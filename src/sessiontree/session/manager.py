@@ -26,7 +26,7 @@ from sessiontree.storage.urls import shared_repo
 from sessiontree.tree.context import compute_retained_tail
 from sessiontree.tree.session_index import LocalIndex, SessionIndex
 
-from .reading import SessionReads
+from .manager_reads import ManagerReads
 
 __all__ = ["Durability", "SessionManager"]
 
@@ -56,7 +56,7 @@ class _IdsInUse(Container[str]):
         return isinstance(item, str) and self._index.contains(item)
 
 
-class SessionManager(SessionReads):
+class SessionManager(ManagerReads):
     """One session (a pi JSONL file, or memory): append entries, move the leaf, build the context.
 
     Construct with the class methods (``create``, ``open``, ``continue_recent``, ``in_memory``,

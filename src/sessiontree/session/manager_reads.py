@@ -16,10 +16,10 @@ from sessiontree.tree.context import SessionContext, context_from_path
 from sessiontree.tree.session_index import PathView, SessionIndex
 from sessiontree.tree.tree_index import TreeNode
 
-__all__ = ["SessionReads"]
+__all__ = ["ManagerReads"]
 
 
-class SessionReads:
+class ManagerReads:
     """The read side of ``SessionManager``: pi's getters, the labels and the session name."""
 
     _lock: threading.RLock
