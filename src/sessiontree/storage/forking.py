@@ -59,16 +59,28 @@ def branch_lines(
     lines: list[dict[str, Any] | bytes] = []
     kept_ids: set[str] = set()
     dropped: set[str] = set()
+    waiting: list[str] = []  # dropped labels not yet followed by a kept entry
+    next_kept: dict[str, str] = {}  # dropped label -> the next kept entry on the path
     previous: str | None = None
     parents = path.parents
     for i, (entry_id, kind) in enumerate(zip(path.ids, path.types, strict=True)):
         if kind == "label":
             dropped.add(entry_id)
+            waiting.append(entry_id)
             continue
+        for label_id in waiting:
+            next_kept[label_id] = entry_id
+        waiting.clear()
+        changes: dict[str, Any] = {}
         if parents[i] in dropped:
-            lines.append({**path[i], "parentId": previous})
-        else:
-            lines.append(path.raw(i))
+            changes["parentId"] = previous
+        if kind == "compaction":
+            # A compaction whose cut was moved back over a label names the label; the copy has no labels
+            # on the path, so it names the next kept entry instead (pi's createBranchedSession does the same).
+            first_kept = path[i].get("firstKeptEntryId")
+            if isinstance(first_kept, str) and first_kept in next_kept:
+                changes["firstKeptEntryId"] = next_kept[first_kept]
+        lines.append({**path[i], **changes} if changes else path.raw(i))
         kept_ids.add(entry_id)
         previous = entry_id
     sid = session_id if session_id is not None else manager.session_id_factory()
