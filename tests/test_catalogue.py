@@ -103,3 +103,46 @@ def test_the_progress_bar_shows_only_on_a_terminal_and_for_many_files() -> None:
     with listing_progress(few) as update:
         update(0, 5)
     assert few.getvalue() == ""
+
+
+def test_a_lone_surrogate_in_a_session_is_cached_exactly(tmp_path: Path) -> None:
+    """JavaScript writes lone surrogates (valid JSON ``\\ud800``); one such session must not break listings."""
+    files = _farm(tmp_path / "s", 3)
+    header = (
+        b'{"type":"session","version":3,"id":"odd-\\ud800","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}'
+    )
+    message = (
+        b'{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        b'"message":{"role":"user","content":"half a pair \\udc00 here","timestamp":1}}'
+    )
+    (tmp_path / "s" / "odd.jsonl").write_bytes(header + b"\n" + message + b"\n")
+    cold = list_sessions([tmp_path / "s"], catalogue=Catalogue(tmp_path / "cache"))
+    assert cold.read == 4 and (tmp_path / "cache").is_dir()
+    warm = list_sessions([tmp_path / "s"], catalogue=Catalogue(tmp_path / "cache"))
+    assert warm.read == 0  # the cache was written, the odd session included
+    assert _dicts(warm.infos) == _dicts(cold.infos)
+    odd = next(i for i in warm.infos if i.id.startswith("odd-"))
+    assert odd.id == "odd-\ud800" and odd.first_message == "half a pair \udc00 here"
+    assert "\udc00" in odd.all_messages_text
+    assert len(files) == 3
+
+
+def test_the_command_lists_a_session_with_a_lone_surrogate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from sessiontree.cli import app
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    (tmp_path / "s").mkdir()
+    header = b'{"type":"session","version":3,"id":"odd","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}'
+    message = (
+        b'{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        b'"message":{"role":"user","content":"x \\ud800 y","timestamp":1}}'
+    )
+    (tmp_path / "s" / "odd.jsonl").write_bytes(header + b"\n" + message + b"\n")
+    for _ in range(2):  # cold, then from the cache
+        result = CliRunner().invoke(app, ["list", "--session-dir", str(tmp_path / "s")])
+        assert result.exit_code == 0, result.output
+        assert "odd" in result.output

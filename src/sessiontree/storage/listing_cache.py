@@ -63,6 +63,29 @@ def _micros(dt: datetime) -> int:
     return (dt - _EPOCH) // _MICRO
 
 
+def _keep(value: Any) -> Any:
+    """A field as the cache stores it: text that UTF-8 cannot hold (a lone surrogate, which JavaScript writes
+    and a session file can carry as ``\\ud800``) goes in as bytes, kept exactly with ``surrogatepass``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def _restore(value: Any) -> Any:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _encodable(key: str) -> bool:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:  # a file name the file system gave as undecodable bytes: left uncached
+        return False
+    return True
+
+
 class _ListedSession(SessionInfo):
     """A ``SessionInfo`` from the catalogue: ``all_messages_text`` is read from the cache when first used."""
 
@@ -71,7 +94,7 @@ class _ListedSession(SessionInfo):
     def __init__(self, fields: list[Any], path: Path, text_file: Path) -> None:
         self._text: str | None = None
         self._text_file = text_file
-        sid, cwd, name, parent, created, modified, count, first = fields
+        sid, cwd, name, parent, created, modified, count, first = map(_restore, fields)
         super().__init__(
             path,
             sid,
@@ -180,8 +203,8 @@ class Catalogue:
         fields: list[Any] | None = None
         if info is not None:
             fields = [
-                info.id, info.cwd, info.name, info.parent_session_path,
-                _micros(info.created), _micros(info.modified), info.message_count, info.first_message,
+                _keep(info.id), _keep(info.cwd), _keep(info.name), _keep(info.parent_session_path),
+                _micros(info.created), _micros(info.modified), info.message_count, _keep(info.first_message),
             ]  # fmt: skip
             try:
                 text_file = self._text_file(key, stamp)
@@ -215,7 +238,8 @@ class Catalogue:
         """Write the catalogue when it changed (atomically; an unwritable cache is silently skipped)."""
         if not self._dirty or not self.enabled:
             return
-        blob = msgspec.msgpack.encode({"format": _FORMAT, "records": self._records})
+        records = {k: v for k, v in self._records.items() if _encodable(k)}
+        blob = msgspec.msgpack.encode({"format": _FORMAT, "records": records})
         try:
             _fileio.atomic_replace(self.file, blob)
         except OSError:
