@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
 
-__all__ = ["cell_width", "cut_to_width", "json_for_terminal", "one_line", "safe_text"]
+__all__ = ["cell_width", "cut_to_width", "json_for_terminal", "one_line", "safe_text", "short_repr"]
 
 # C0 and C1 controls, DEL, lone surrogates, line/paragraph separators and the bidirectional embeddings,
 # overrides and isolates (which can reorder what a reader sees): never written raw to a terminal.
@@ -136,3 +137,56 @@ def one_line(text: str, width: int) -> str:
         if len(head) == len(text):
             return flat
         take *= 4
+
+
+MAX_SHOWN_DEPTH = 16
+"""How deep ``short_repr`` shows nested values; deeper ones are abbreviated ``[…]`` / ``{…}``."""
+
+
+def short_repr(value: object, limit: int = 4000, max_depth: int = MAX_SHOWN_DEPTH) -> str:
+    """``repr(value)`` of a JSON value, cut to ``limit`` characters (``…`` marks the cut), with containers
+    nested deeper than ``max_depth`` shown as ``[…]`` / ``{…}``.
+
+    Iterative, and it stops as soon as ``limit`` characters are out, so a value nested a thousand deep (which
+    valid JSON allows) or a megabyte list costs no more than the text shown, never a ``RecursionError``.
+    """
+    parts: list[str] = []
+    size = 0
+    # Each frame: the rest of a container's items, its closing bracket, whether an item was shown yet.
+    stack: list[tuple[Iterator[tuple[object, object]], str, list[bool]]] = [
+        (iter(((None, value),)), "", [False])
+    ]
+    _none = object()
+    while stack and size < limit:
+        items, closer, shown = stack[-1]
+        pair = next(items, _none)
+        if pair is _none:
+            parts.append(closer)
+            size += len(closer)
+            stack.pop()
+            continue
+        key: object = pair[0]  # type: ignore[index]
+        item: object = pair[1]  # type: ignore[index]
+        text = ", " if shown[0] else ""
+        shown[0] = True
+        if key is not None:
+            text += repr(key) + ": "
+        if isinstance(item, dict | list | tuple):
+            is_dict = isinstance(item, dict)
+            opener, end = ("{", "}") if is_dict else ("[", "]")
+            if len(stack) > max_depth:
+                text += f"{opener}…{end}" if item else opener + end
+            else:
+                text += opener
+                children = iter(item.items()) if is_dict else ((None, v) for v in item)  # type: ignore[union-attr]
+                stack.append((children, end, [False]))
+        elif isinstance(item, str):
+            text += repr(item[: limit + 1])
+        else:
+            text += repr(item)
+        parts.append(text)
+        size += len(text)
+    out = "".join(parts)
+    if len(out) > limit or stack:
+        return out[: max(0, limit - 1)] + "…"
+    return out

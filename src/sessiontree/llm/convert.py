@@ -54,7 +54,10 @@ def branch_summary_text(summary: Any) -> str:
     return BRANCH_SUMMARY_PREFIX + _js_str(summary) + BRANCH_SUMMARY_SUFFIX
 
 
-def _js_str(value: Any) -> str:
+_MAX_JOIN_DEPTH = 64
+
+
+def _js_str(value: Any, depth: int = 0) -> str:
     """JavaScript's ``String(value)``: what string concatenation and template literals make of a value."""
     if isinstance(value, str):
         return value
@@ -65,7 +68,9 @@ def _js_str(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, list):  # Array.prototype.join: null and undefined items are empty
-        return ",".join("" if item is None else _js_str(item) for item in value)
+        if depth >= _MAX_JOIN_DEPTH:  # JavaScript would overflow its stack; we abbreviate
+            return "…"
+        return ",".join("" if item is None else _js_str(item, depth + 1) for item in value)
     if isinstance(value, dict):
         return "[object Object]"
     return str(value)

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from sessiontree.format import pi_json as _json
-from sessiontree.format.safe_text import cell_width, cut_to_width, one_line
+from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, short_repr
 
 __all__ = [
     "TreeRow",
@@ -187,8 +187,8 @@ def decode_for_preview(raw: bytes | memoryview) -> Any:
     if raw[: len(_MESSAGE_LINE)] == _MESSAGE_LINE:
         try:
             return _preview_decoder.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            pass  # an odd shape: the general path below takes any JSON value
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            pass  # an odd shape or a value nested past msgspec's depth: the general path takes any JSON
     return _json.loads(raw)
 
 
@@ -237,8 +237,9 @@ def message_text(content: Any, limit: int | None = None) -> str:
 
 def _str(value: Any, limit: int = 4000) -> str:
     """Any JSON value as display text; long values are cut (previews show a line of them at most)."""
-    text = value if isinstance(value, str) else repr(value)
-    return text[:limit] if len(text) > limit else text
+    if isinstance(value, str):
+        return value[:limit] if len(value) > limit else value
+    return short_repr(value, limit)  # bounded and iterative: a value nested 1,000 deep is shown abbreviated
 
 
 def _short_args(arguments: Any, limit: int = 1 << 30) -> str:
@@ -253,8 +254,11 @@ def _short_args(arguments: Any, limit: int = 1 << 30) -> str:
     for key, value in arguments.items():
         if size >= limit:
             break
-        name = key if len(key) <= 40 else key[:40]  # JSON object keys are strings
-        part = f"{name}={value[:40]!r}" if type(value) is str else f"{name}={_str(value, 40)}"
+        name = key if len(key) <= 40 else key[:39] + "…"  # JSON object keys are strings
+        if type(value) is str:
+            part = f"{name}={value!r}" if len(value) <= 40 else f"{name}={value[:39]!r}…"
+        else:
+            part = f"{name}={_str(value, 40)}"
         parts.append(part)
         size += len(part) + 2
     return ", ".join(parts)

@@ -100,12 +100,31 @@ def reasoning_level(model: Model, options: StreamOptions) -> ThinkingLevel | Non
 def clean_strings(value: Any) -> Any:
     """Drop lone UTF-16 surrogates from every string (stored messages may hold them; HTTP bodies cannot)."""
     if isinstance(value, str):
-        return _SURROGATE.sub("", value) if not value.isascii() and _SURROGATE.search(value) else value
-    if isinstance(value, dict):
-        return {k: clean_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_strings(v) for v in value]
-    return value
+        return _clean(value)
+    if not isinstance(value, dict | list):
+        return value
+    # Iterative (a stored value can be nested a thousand deep): copy each container, then fill it in.
+    root: Any = {} if isinstance(value, dict) else []
+    work: list[tuple[Any, Any]] = [(value, root)]
+    while work:
+        source, copy = work.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, str):
+                item = _clean(item)
+            elif isinstance(item, dict | list):
+                child: Any = {} if isinstance(item, dict) else []
+                work.append((item, child))
+                item = child
+            if isinstance(copy, dict):
+                copy[_clean(key) if isinstance(key, str) else key] = item
+            else:
+                copy.append(item)
+    return root
+
+
+def _clean(text: str) -> str:
+    return _SURROGATE.sub("", text) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 def data_url(block: Mapping[str, Any]) -> str:
