@@ -23,6 +23,7 @@ __all__ = [
     "open_regular",
     "read_all",
     "require_safe_dir",
+    "resolve_session_dir",
     "unsafe_dir_reason",
     "write_all",
     "write_new_file",
@@ -108,18 +109,65 @@ def unsafe_dir_reason(directory: Path) -> str | None:
     """Why writing session files in ``directory`` is unsafe, as ssh judges its own files, or ``None``.
 
     Unsafe: writable by every user without the sticky bit (anyone could swap our files), or owned by another
-    (non-root) user and writable by group or others.
+    (non-root) user and writable by group or others. A symbolic link to a directory is followed only when
+    the link is ours (or root's) and its target is writable by no one but its owner: another user who can
+    plant a link where a session directory goes must not be able to point our writes at a directory of theirs.
     """
     try:
         st = os.stat(directory)
+        link = os.lstat(directory)
     except OSError:
         return None  # missing: it is created 0700 by us
+    if stat.S_ISLNK(link.st_mode):
+        reason = _link_reason(link, st)
+        if reason is not None:
+            return reason
     sticky = bool(st.st_mode & stat.S_ISVTX)
     if st.st_mode & stat.S_IWOTH and not sticky:
         return f"it is writable by every user (mode {stat.S_IMODE(st.st_mode):o})"
     if st.st_uid not in (os.geteuid(), 0) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"it belongs to another user (uid {st.st_uid}) and others can write to it"
     return None
+
+
+def _link_reason(link: os.stat_result, target: os.stat_result | None) -> str | None:
+    """Why following a symbolic link (``lstat`` result) to a session directory is unsafe, or ``None``.
+
+    The link must be ours or root's: another user who can write where it stands must not be able to point
+    our writes at a directory of theirs. With ``target`` (the link is the session directory itself), the
+    directory it names must be writable by its owner alone.
+    """
+    if link.st_uid not in (os.geteuid(), 0):
+        return f"it is a symbolic link that belongs to another user (uid {link.st_uid})"
+    if target is not None and target.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"it is a symbolic link to a directory that others can write to (mode {stat.S_IMODE(target.st_mode):o})"
+    return None
+
+
+def resolve_session_dir(directory: Path) -> Path:
+    """``directory`` with every symbolic link resolved, after checking each link on the way (``StorageError``
+    names the link and why it is refused): a link another user planted is never followed."""
+    directory = Path(os.path.abspath(directory.expanduser()))
+    current = Path(directory.anchor)
+    parts = directory.parts[1:]
+    for n, part in enumerate(parts, start=1):
+        current = current / part
+        try:
+            link = os.lstat(current)
+        except OSError:
+            break  # the rest does not exist yet: it is created 0700 by us
+        if not stat.S_ISLNK(link.st_mode):
+            continue
+        try:
+            target = os.stat(current) if n == len(parts) else None
+        except OSError:
+            target = None
+        reason = _link_reason(link, target)
+        if reason is not None:
+            raise StorageError(
+                f"{current}: refusing to use this session directory: {reason}", path=str(current)
+            )
+    return directory.resolve()
 
 
 def require_safe_dir(directory: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sessiontree.format import entries as E
 from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, new_entry_id, now_ms, uuid7
-from sessiontree.storage import EntryStore, JsonlStore
+from sessiontree.storage import EntryStore, JsonlStore, _fileio
 from sessiontree.storage.session_dirs import ensure_private_dir, get_default_session_dir, session_file_name
 
 __all__ = ["MANAGER_OPTIONS", "ensure_session_dir", "new_header", "open_file_store", "split_options"]
@@ -43,7 +43,9 @@ def new_header(
 def ensure_session_dir(cwd: str, session_dir: str | Path | None) -> Path:
     """``session_dir`` (or pi's directory for ``cwd``), created 0700 when missing."""
     directory = (
-        Path(session_dir).expanduser().resolve() if session_dir is not None else get_default_session_dir(cwd)
+        _fileio.resolve_session_dir(Path(session_dir))
+        if session_dir is not None
+        else get_default_session_dir(cwd)
     )
     return ensure_private_dir(directory)
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from sessiontree.errors import CorruptSessionError, SessionError, SessionNotFoundError
 from sessiontree.format.ids import assert_valid_session_id, new_entry_id
-from sessiontree.storage import JsonlStore, MemoryStore
+from sessiontree.storage import JsonlStore, MemoryStore, _fileio
 from sessiontree.storage.new_session import ensure_session_dir, new_header, open_file_store, split_options
 from sessiontree.storage.session_dirs import (
     SessionInfo,
@@ -66,7 +66,9 @@ def open_session(
     header_cwd = store.header.get("cwd") if store.header else None
     cwd = cwd_override or (header_cwd if isinstance(header_cwd, str) else None) or os.getcwd()
     assert store.path is not None
-    directory = Path(session_dir).expanduser().resolve() if session_dir is not None else store.path.parent
+    directory = (
+        _fileio.resolve_session_dir(Path(session_dir)) if session_dir is not None else store.path.parent
+    )
     return cls(store, cwd=cwd, session_dir=directory, persist=True, **opts)
 
 
@@ -82,7 +84,7 @@ def _cwd_filter(cwd: str, session_dir: str | Path | None) -> str | None:
     if session_dir is None:
         return None
     resolved = resolve_cwd(cwd)
-    if Path(session_dir).expanduser().resolve() == get_default_session_dir(resolved):
+    if _fileio.resolve_session_dir(Path(session_dir)) == get_default_session_dir(resolved):
         return None
     return resolved
 
@@ -145,7 +147,7 @@ def list_sessions(
 ) -> list[SessionInfo]:
     resolved = resolve_cwd(cwd)
     directory = (
-        Path(session_dir).expanduser().resolve()
+        _fileio.resolve_session_dir(Path(session_dir))
         if session_dir is not None
         else get_default_session_dir(resolved)
     )
@@ -156,7 +158,7 @@ def list_all_sessions(
     session_dir: str | Path | None, on_progress: Callable[[int, int], None] | None
 ) -> list[SessionInfo]:
     if session_dir is not None:
-        files = list_session_files(Path(session_dir).expanduser().resolve())
+        files = list_session_files(_fileio.resolve_session_dir(Path(session_dir)))
     else:
         root = get_sessions_root()
         try:

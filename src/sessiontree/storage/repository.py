@@ -157,7 +157,7 @@ class JsonlRepo(Repo[M]):
     the root count too). Listing reads headers and counts lines; search streams through the files."""
 
     def __init__(self, root: Path | None, *, manager_class: ManagerClass[M]) -> None:
-        self.root = (root if root is not None else get_sessions_root()).expanduser().resolve()
+        self.root = _fileio.resolve_session_dir(root if root is not None else get_sessions_root())
         self.url = f"jsonl:{self.root}"
         self.manager_class = manager_class
 
