@@ -23,6 +23,7 @@ from ._common import (
     note,
     say,
     say_lines,
+    warn,
 )
 
 SideArg = Annotated[
@@ -50,18 +51,29 @@ def copy_cmd(
     lossy: Annotated[
         bool, flag("--lossy", "Copy what can be read from a damaged file (bad lines, a torn tail) anyway.")
     ] = False,
+    all_or_none: Annotated[
+        bool,
+        flag(
+            "--all-or-none",
+            "With --all: check every session first and copy none if any of them cannot be copied.",
+        ),
+    ] = False,
     as_json: Annotated[bool, json_flag("what was copied")] = False,
 ) -> None:
     """Copy sessions between any two stores (files, SQLite, PostgreSQL), byte for byte; writes only DST.
 
     A file with damage (bad lines, a torn last line, blank lines) is refused unless --lossy, and the refusal
-    says what would not be copied.
+    says what would not be copied. With --all every session that can be copied is, each refusal is reported,
+    and the exit code is 1 when any was refused (--all-or-none: copy none of them then).
     """
-    from sessiontree.session.copying import copy_session
+    from sessiontree.errors import SessionError
+    from sessiontree.session.copying import check_copy, copy_session
     from sessiontree.session.store_access import shared_repo
 
     from .progress import listing_progress
 
+    if all_or_none and not all_:
+        fail("--all-or-none goes with --all", EXIT_USAGE)
     sources = [source]
     if all_:
         with handled():
@@ -69,10 +81,30 @@ def copy_cmd(
             sources = [f"{repo.url}#{info.id}" for info in repo.list()]
         if not sources:
             fail(f"No sessions in {safe_text(source)}.")
+    refused: list[tuple[str, SessionError]] = []
+    if all_or_none:
+        with handled():
+            taken = _ids_in(destination)
+        for one in sources:
+            try:
+                check_copy(one, destination, lossy=lossy, taken=taken)
+            except SessionError as exc:
+                refused.append((one, exc))
+        if refused:
+            for one, error in refused:
+                warn(f"cannot copy {safe_text(one)}: {safe_text(str(error), keep_newlines=True)}")
+            fail(f"{len(refused)} of {len(sources)} sessions cannot be copied; copied none (--all-or-none)")
     results = []
     with listing_progress(label="copying entries", minimum=2000) as progress, handled():
         for one in sources:
-            result = copy_session(one, destination, lossy=lossy, on_progress=progress)
+            try:
+                result = copy_session(one, destination, lossy=lossy, on_progress=progress)
+            except SessionError as exc:
+                if not all_:
+                    raise
+                refused.append((one, exc))
+                warn(f"not copied: {safe_text(one)}: {safe_text(str(exc), keep_newlines=True)}")
+                continue
             results.append(result)
             if not as_json:
                 how = "byte for byte" if result.exact else "lossy: damaged lines left out"
@@ -89,6 +121,24 @@ def copy_cmd(
                 for r in results
             ]
         )
+    if refused:
+        fail(f"copied {len(results)} of {len(sources)} sessions; {len(refused)} refused (listed above)")
+
+
+def _ids_in(destination: str) -> set[str] | None:
+    """The session ids already in a destination store (``None`` when it is not a store)."""
+    from sessiontree.errors import SessionNotFoundError
+    from sessiontree.session.copying import split_ref
+    from sessiontree.session.store_access import shared_repo
+    from sessiontree.storage.urls import is_store_url
+
+    url, _ = split_ref(destination)
+    if not is_store_url(url):
+        return None
+    try:
+        return {info.id for info in shared_repo(url).list()}
+    except SessionNotFoundError:  # the store does not exist yet: nothing in it is taken
+        return set()
 
 
 def search_cmd(

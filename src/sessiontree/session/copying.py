@@ -11,14 +11,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sessiontree.errors import SessionError, StorageError
+from sessiontree.errors import CorruptSessionError, SessionError, StorageError
 from sessiontree.format import pi_json as _json
 from sessiontree.session.store_access import shared_repo
 from sessiontree.storage import JsonlStore, Problem
-from sessiontree.storage.repository import file_lines
+from sessiontree.storage.repository import JsonlRepo, file_lines
 from sessiontree.storage.urls import is_store_url
 
-__all__ = ["LOSSY_KINDS", "CopyResult", "SessionSource", "copy_session", "read_source", "split_ref"]
+__all__ = [
+    "LOSSY_KINDS",
+    "CopyResult",
+    "SessionSource",
+    "check_copy",
+    "copy_session",
+    "read_source",
+    "split_ref",
+]
 
 LOSSY_KINDS = frozenset(
     {"bad_line", "torn_tail", "blank_lines", "extra_header", "missing_newline", "migrated"}
@@ -36,10 +44,21 @@ class SessionSource:
     count: int
     exact: bool
     problems: list[Problem] = field(default_factory=list)
+    recorded: list[Problem] = field(default_factory=list)
+    """Problems recorded with the source when it was imported lossily: history that every copy into a
+    database store carries on (the rows themselves copy exactly)."""
+    crlf: bool = False
 
     def losses(self) -> list[str]:
         """What a copy would not carry over, one line each (empty for an exact copy)."""
-        return [p.message for p in self.problems if p.kind in LOSSY_KINDS]
+        found = [p.message for p in self.problems if p.kind in LOSSY_KINDS]
+        if found and self.crlf:
+            found.append(f"{self.where}: its CRLF line endings would become LF")
+        return found
+
+    def to_record(self) -> list[Problem]:
+        """What the destination keeps as the record of what was lost on the way (empty for exact copies)."""
+        return [*self.recorded, *([] if self.exact else self.problems)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +88,31 @@ def read_source(ref: str) -> SessionSource:
                 f"{ref}: name the session to copy as {url}#SESSION_ID", kind="invalid_argument"
             )
         repo = shared_repo(url)
+        if isinstance(repo, JsonlRepo):  # a directory of pi's files: each session is a file like any other
+            return _file_source(repo.path_of(sid))
         manager = repo.open(sid, read_only=True)
         try:
-            problems = manager.problems
+            # A store's rows copy exactly, whatever they hold; what an earlier lossy import lost is kept
+            # as a record and goes along, it is not a loss of this copy.
+            recorded = list(getattr(manager.store, "import_problems", ()))
             count = len(manager.index)
             real_id = manager.get_session_id()
         finally:
             manager.close()
         header, lines = repo.export(real_id)
-        return SessionSource(f"{url}#{real_id}", header, lines, count, True, problems)
+        return SessionSource(f"{url}#{real_id}", header, lines, count, True, recorded=recorded)
     return _file_source(Path(ref).expanduser())
 
 
 def _file_source(path: Path) -> SessionSource:
     store = JsonlStore.open(path, read_only=True)
     try:
+        if store.header is None:  # e.g. a file whose only line is a torn header
+            raise CorruptSessionError(
+                f"{path}: line 1: not a complete session header, so there is no session to copy "
+                "(not even with --lossy)",
+                path=str(path),
+            )
         problems = list(store.problems)
         count = len(store)
         if not any(p.kind in LOSSY_KINDS for p in problems):
@@ -92,7 +121,11 @@ def _file_source(path: Path) -> SessionSource:
         migrated = any(p.kind == "migrated" for p in problems)
         header_bytes = _json.dumps_bytes(store.header) if migrated else _header_line(store.path or path)
         rows = [_json.dumps_bytes(store.entry_at(i)) if migrated else store.raw_at(i) for i in range(count)]
-        return SessionSource(str(path), header_bytes, iter(rows), count, False, problems)
+        # The readable lines are copied without their line endings' \r, and the header to match.
+        crlf = header_bytes.endswith(b"\r")
+        return SessionSource(
+            str(path), header_bytes.rstrip(b"\r"), iter(rows), count, False, problems, crlf=crlf
+        )
     finally:
         store.close()
 
@@ -102,15 +135,7 @@ def _header_line(path: Path) -> bytes:
     return header
 
 
-def copy_session(
-    source: str,
-    destination: str,
-    *,
-    lossy: bool = False,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> CopyResult:
-    """Copy one session; raises ``SessionError`` (kind ``lossy``) listing what would be lost unless ``lossy``."""
-    src = read_source(source)
+def _refuse_losses(src: SessionSource, lossy: bool) -> None:
     losses = src.losses()
     if losses and not lossy:
         listed = "\n  ".join(losses[:20]) + (f"\n  … and {len(losses) - 20} more" if len(losses) > 20 else "")
@@ -119,18 +144,55 @@ def copy_session(
             "(copy with --lossy to take what can be read)",
             kind="lossy",
         )
+
+
+def _header_of(src: SessionSource) -> dict[str, object]:
+    header = _json.first_object(src.header_block)
+    if header is None:
+        raise CorruptSessionError(f"{src.where}: no session header", path=src.where)
+    return header
+
+
+def check_copy(source: str, destination: str, *, lossy: bool = False, taken: set[str] | None = None) -> None:
+    """Raise what ``copy_session`` would raise before writing anything (the source unreadable or lossy, the
+    destination's id or file taken); ``taken`` holds ids already in a destination store."""
+    src = read_source(source)
+    _refuse_losses(src, lossy)
+    sid = str(_header_of(src).get("id"))
+    url, _ = split_ref(destination)
+    if is_store_url(url):
+        if taken is not None and sid in taken:
+            raise StorageError(f"{url}#{sid}: already exists (delete it first, or copy to a new id)")
+    elif Path(url).expanduser().exists():
+        raise StorageError(f"{url}: already exists (sessiontree never overwrites a session file)")
+
+
+def copy_session(
+    source: str,
+    destination: str,
+    *,
+    lossy: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> CopyResult:
+    """Copy one session; raises ``SessionError`` (kind ``lossy``) listing what would be lost unless ``lossy``.
+
+    A session with no entries (a header alone) is copied too. Into a database store, what a lossy copy left
+    out is recorded with the session (and carried on by later copies, which are exact).
+    """
+    src = read_source(source)
+    _refuse_losses(src, lossy)
     lines = _counting(src.lines, src.count, on_progress)
+    header = _header_of(src)
     url, sid = split_ref(destination)
     if is_store_url(url):
         repo = shared_repo(url)
-        header = _json.loads(src.header_block.lstrip(b"\xef\xbb\xbf").split(b"\n")[-1])
         if sid is not None and sid != header.get("id"):
             raise SessionError(
                 f"{destination}: the copy keeps the source's session id {header.get('id')}; name it as "
                 f"{url}#{header.get('id')} or give just the store URL",
                 kind="invalid_argument",
             )
-        new_id = repo.import_session(src.header_block, lines, problems=src.problems if not src.exact else ())
+        new_id = repo.import_session(src.header_block, lines, problems=src.to_record())
         return CopyResult(f"{url}#{new_id}", new_id, src.count, src.exact)
     target = Path(url).expanduser()
     if target.exists():
@@ -139,7 +201,6 @@ def copy_session(
 
     blob = b"".join([src.header_block, b"\n", *(line + b"\n" for line in lines)])
     _fileio.atomic_replace(target, blob, exclusive=True)
-    header = _json.loads(src.header_block.lstrip(b"\xef\xbb\xbf").split(b"\n")[-1])
     return CopyResult(str(target), str(header.get("id")), src.count, src.exact)
 
 

@@ -135,6 +135,11 @@ class SessionReads(SessionIndex):
         return f"{self.db.display}#{self.session_id}"
 
     @property
+    def import_problems(self) -> list[Problem]:
+        """What was found wrong in the source of a session imported lossily (recorded with it)."""
+        return list(self._import_problems)
+
+    @property
     def problems(self) -> list[Problem]:
         if self._irregular:
             return [*self._import_problems, *self._whole().problems]

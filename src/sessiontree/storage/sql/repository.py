@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sessiontree.errors import SessionError, SessionNotFoundError, StorageError
+from sessiontree.errors import CorruptSessionError, SessionError, SessionNotFoundError, StorageError
 from sessiontree.format import entries as E
 from sessiontree.format import pi_json as _json
 from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, now_ms, uuid7
@@ -24,7 +24,7 @@ from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate
 from sessiontree.storage.sql.session import SqlSession
 from sessiontree.storage.sql.text import display, unkey
-from sessiontree.tree.entry_store import Problem
+from sessiontree.tree.entry_store import Problem, check_envelope
 
 __all__ = ["SqlRepo"]
 
@@ -242,9 +242,18 @@ class SqlRepo(Repo[M]):
         index = SqlSession.new(self.db, header, header_block)
         try:
             with index.transaction():
-                for line in lines:
-                    entry = _json.loads(line)
+                for n, line in enumerate(lines, start=2):
+                    try:
+                        entry = _json.loads(line)
+                        check_envelope(entry)
+                    except ValueError as exc:
+                        raise CorruptSessionError(
+                            f"{self.display}#{sid}: line {n} of the source is not an entry ({exc}); nothing "
+                            "was stored"
+                        ) from None
                     index.append_line(entry, line)
+            if not len(index):
+                index.store_header()  # a session of a header alone is stored (and listed) too
             found = list(problems)
             if found:
                 index.record_problems(found)

@@ -134,6 +134,14 @@ class SqlSession(SessionReads):
                 self._create_row()
             self._insert(entry, line)
 
+    def store_header(self) -> None:
+        """Store the session before its first entry (a copy of a session that holds only its header)."""
+        self.prepare_write()
+        with self.transaction():
+            self._renew()
+            if not self._exists:
+                self._create_row()
+
     def _renew(self) -> None:
         """Renew the lease at the first write of a transaction, and again only when a third of its time to
         live has passed: until the commit the renewal keeps the lease row locked (the whole database in
