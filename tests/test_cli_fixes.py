@@ -176,7 +176,7 @@ def test_6_repair_refuses_a_file_that_is_not_a_session(content: bytes, tmp_path:
     path = tmp_path / "notes.jsonl"
     path.write_bytes(content)
     code, out, err = run("check", str(path), "--repair")
-    assert code == 1 and "does not look like a session file" in err
+    assert code == 1 and "not a session file" in err and "--repair --force" in err
     assert path.read_bytes() == content and list(tmp_path.iterdir()) == [path]
     code, out, _ = run("check", str(path), "--repair", "--force", "--json")
     report = json.loads(out)

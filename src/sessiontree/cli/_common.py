@@ -330,9 +330,18 @@ _WRITE_NOTES = frozenset({"symlink"})
 
 def open_read(ref: str) -> tuple[SessionManager, Path]:
     """Open the session ``ref`` names read-only (nothing is locked or written), warning about damage."""
+    from sessiontree.storage import JsonlStore
+
     path = session_path(ref)
     with handled():
         manager = open_session(path, read_only=True)
+        if isinstance(manager.store, JsonlStore) and not manager.store.is_persisted:
+            # No header (an empty or blank file): not a session, for every command as for `check`.
+            from sessiontree.session.check import no_header_problem
+
+            problem = no_header_problem(manager.store, Path(path))
+            manager.close()
+            fail(problem.message)
         report_problems(manager, path, skip=_WRITE_NOTES)
     return manager, path
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import gc
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
+
+if TYPE_CHECKING:
+    from sessiontree.storage.session_dirs import SessionInfo
 
 from ._common import (
     EXIT_FAILED,
@@ -53,11 +57,18 @@ def list_cmd(
     ] = False,
     as_json: Annotated[bool, json_flag("the sessions (pi's SessionInfo fields)")] = False,
 ) -> None:
-    """List sessions, newest first: this project's in pi's session directory (~/.pi/agent/sessions)."""
+    """List sessions, newest first: this project's in pi's session directory (~/.pi/agent/sessions).
+
+    CHANGED is when the session last changed (its last entry, or its file or header when later: a fork made
+    today shows today); ID is the shortest prefix of the session id that is unique in the listing (at least
+    8 characters), which every command accepts. --json gives pi's SessionInfo fields unchanged.
+    """
     from sessiontree.storage.listing_cache import list_sessions, session_dirs
 
     from .progress import listing_progress
 
+    if session_dir is not None:
+        _require_dir(session_dir)
     store = current_store()
     if store is not None and session_dir is None:
         from sessiontree.session.store_access import shared_repo
@@ -85,25 +96,53 @@ def list_cmd(
         where = safe_text(where_store) if where_store else ", ".join(safe_text(str(d)) for d in dirs)
         say(f"No sessions found in {where or '(no project directories)'}.")
         return
+    from sessiontree.session.lookup import shortest_unique_prefixes
+
     style = Styler(sys.stdout)
     width = terminal_width()
     title_cells = max(20, min(60, width - 80))
-    header = f"{'modified':<16}  {'msgs':>5}  {'id':<8}  {'name / first message':<{title_cells}}  " + (
-        "project" if all_ else "file"
+    prefixes = shortest_unique_prefixes(i.id for i in infos)
+    id_cells = max(8, *(cell_width(safe_text(p)) for p in prefixes.values()))
+    changed = {id(i): last_changed(i) for i in infos}
+    infos = sorted(infos, key=lambda i: changed[id(i)], reverse=True)
+    header = (
+        f"{'changed':<16}  {'msgs':>5}  {'id':<{id_cells}}  {'name / first message':<{title_cells}}  "
+        + ("project" if all_ else "file")
     )
     lines = [style(header, "bold")]
     for info in infos:
         title = cut_to_width(one_line(info.name or info.first_message, title_cells), title_cells)
         pad = " " * (title_cells - cell_width(title))
         where = safe_text(info.cwd) if all_ else safe_text(str(info.path))
+        shown = safe_text(prefixes[info.id])
         lines.append(
-            f"{info.modified.strftime('%Y-%m-%d %H:%M'):<16}  {info.message_count:>5}  "
-            f"{safe_text(info.id[:8]):<8}  {title}{pad}  {where}"
+            f"{changed[id(info)].strftime('%Y-%m-%d %H:%M'):<16}  {info.message_count:>5}  "
+            f"{shown}{' ' * (id_cells - cell_width(shown))}  {title}{pad}  {where}"
         )
-    if all_:
+    if all_ and where_store is None:  # a database store has no files to print
         lines.append("")
         lines.append(style("(--paths prints the files)", "dim"))
     say_lines(lines)
+
+
+def last_changed(info: SessionInfo) -> datetime:
+    """When a session last changed: the later of its last entry, its header (a fork or copy made today
+    keeps the old entries' times) and, for a file, its modification time."""
+    latest = max(info.modified, info.created)
+    path = Path(str(info.path))
+    try:
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC) if path.is_file() else None
+    except OSError:
+        mtime = None
+    return max(latest, mtime) if mtime is not None else latest
+
+
+def _require_dir(directory: Path) -> None:
+    """A directory given on the command line must be one: a typo is an error, not an empty listing."""
+    if not directory.expanduser().exists():
+        fail(f"{safe_text(str(directory))}: no such directory")
+    if not directory.expanduser().is_dir():
+        fail(f"{safe_text(str(directory))}: not a directory")
 
 
 def latest_cmd(
@@ -118,6 +157,8 @@ def latest_cmd(
     from sessiontree.storage.listing_cache import session_dirs
     from sessiontree.storage.session_dirs import find_most_recent_session
 
+    if session_dir is not None:
+        _require_dir(session_dir)
     with handled():
         (directory,) = session_dirs(str(cwd) if cwd is not None else None, session_dir)
         found = find_most_recent_session(directory)

@@ -163,9 +163,13 @@ def search_cmd(
     if not hits:
         say(f"No matches in {safe_text(getattr(repo, 'display', repo.url))}.")
         return
+    from sessiontree.session.lookup import shortest_unique_prefixes
+
+    prefixes = shortest_unique_prefixes(h.session_id for h in hits)
     say_lines(
-        f"{safe_text(h.session_id[:8])}  {safe_text(h.entry_id)}  {one_line(h.snippet, 100)}"
+        f"{safe_text(prefixes[h.session_id])}  {safe_text(h.entry_id)}  {one_line(h.snippet, 100)}"
         + (f"  [{one_line(h.session_name, 30)}]" if h.session_name else "")
+        + (f"  {safe_text(h.location)}" if h.location else "")
         for h in hits
     )
 

@@ -13,7 +13,16 @@ from sessiontree.errors import CorruptSessionError
 from sessiontree.storage import JsonlStore, Problem
 from sessiontree.tree.tree_index import TreeIndex
 
-__all__ = ["check_session_file"]
+__all__ = ["check_session_file", "no_header_problem"]
+
+
+def no_header_problem(store: JsonlStore, file: Path) -> Problem:
+    """Why a session file without a header is not a session: empty, blank, or only the start of a header (a
+    torn first write). Every command reports it the same way."""
+    if store.problems:  # the start of a header only: a torn first write
+        return store.problems[0]
+    what = "empty" if not os.path.getsize(store.path or file) else "blank (whitespace only)"
+    return Problem("empty", None, f"{file}: the file is {what}: no session header, no entries")
 
 
 def check_session_file(path: str | Path) -> list[Problem]:
@@ -25,10 +34,7 @@ def check_session_file(path: str | Path) -> list[Problem]:
         return [Problem("bad_header", exc.line, str(exc))]
     with store:
         if store.header is None:
-            if store.problems:  # the start of a header only: a torn first write
-                return list(store.problems)
-            what = "empty" if not os.path.getsize(store.path or file) else "blank (whitespace only)"
-            return [Problem("empty", None, f"{file}: the file is {what}: no session header, no entries")]
+            return [no_header_problem(store, file)]
         tree = TreeIndex(store)
         tree.find_cycles()
         return [*store.problems, *tree.problems]

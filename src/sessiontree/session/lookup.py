@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from sessiontree.session.manager import SessionManager
     from sessiontree.storage.session_dirs import SessionInfo
 
-__all__ = ["MIN_PREFIX", "resolve_entry_id", "resolve_session_file", "select_session"]
+__all__ = [
+    "MIN_PREFIX",
+    "resolve_entry_id",
+    "resolve_session_file",
+    "select_session",
+    "shortest_unique_prefixes",
+]
 
 MIN_PREFIX = 4
 """The shortest id prefix accepted (shorter ones match too much to be typed safely)."""
@@ -106,3 +112,24 @@ def select_session(ref: str, groups: Iterable[Sequence[SessionInfo]], looked_in:
     raise SessionNotFoundError(
         f"{_show(ref)}: no such session file, and no session id or name matches it (looked in {places})"
     )
+
+
+def shortest_unique_prefixes(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix of each id that no other id in ``ids`` starts with, at least ``minimum``
+    characters: what a listing shows so that every row can be named by what it shows (session ids made
+    within the same minute share their first eight digits: UUIDv7 starts with the time)."""
+    ordered = sorted(set(ids))
+    shown: dict[str, str] = {}
+    for n, current in enumerate(ordered):
+        need = minimum
+        for other in (ordered[n - 1] if n else None, ordered[n + 1] if n + 1 < len(ordered) else None):
+            if other is None:
+                continue
+            common = 0
+            for a, b in zip(current, other, strict=False):
+                if a != b:
+                    break
+                common += 1
+            need = max(need, common + 1)
+        shown[current] = current[:need]
+    return shown

@@ -71,14 +71,29 @@ def parse_header(data: bytes, where: str) -> tuple[dict[str, Any], int, int] | i
             return line_no
     problem = header_problem(header)
     if problem is not None:
-        raise CorruptSessionError(
-            f"{where}: line {line_no}: {problem} "
-            "(the file is left unchanged; `sessiontree check --repair` can recover its entries)",
-            path=where,
-            line=line_no,
+        hint = (
+            "the file is left unchanged; `sessiontree check --repair` can recover its entries"
+            if _entries_follow(data, stop)
+            else "not a session file: none of the lines after it look like session entries; it is left unchanged"
         )
+        raise CorruptSessionError(f"{where}: line {line_no}: {problem} ({hint})", path=where, line=line_no)
     assert isinstance(header, dict)
     return header, stop, line_no
+
+
+def _entries_follow(data: bytes, stop: int, sample: int = 20) -> bool:
+    """Whether the lines after a damaged header look like session entries (at least half of the first
+    ``sample`` non-blank ones start as pi writes an entry), i.e. whether a repair has anything to recover."""
+    seen = entries = 0
+    for line in data[stop + 1 :].split(b"\n", sample * 4):
+        line = line.strip()
+        if not line:
+            continue
+        seen += 1
+        entries += line.startswith(b'{"type":"') or line.startswith(b'{"id":"')
+        if seen >= sample:
+            break
+    return seen > 0 and entries * 2 >= seen
 
 
 def decode_for_migration(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[Problem]]:

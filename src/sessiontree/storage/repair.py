@@ -93,9 +93,9 @@ def _keep_original(file: Path, data: bytes, report: RepairReport) -> None:
 def _refuse_non_session(file: Path, header_error: str, kept: int, dropped: int) -> None:
     total = kept + dropped
     raise CorruptSessionError(
-        f"{file}: does not look like a session file: {header_error.removeprefix(f'{file}: ')}; "
+        f"{file}: not a session file: {header_error.removeprefix(f'{file}: ').split(' (', 1)[0]}; "
         f"{kept} of {total} non-blank lines parse as session entries. Nothing was changed "
-        "(repair with force to rewrite it anyway; the original is kept aside).",
+        "(`sessiontree check --repair --force` rewrites it anyway, keeping the original aside).",
         kind="not_a_session",
         path=str(file),
     )
