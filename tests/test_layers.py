@@ -16,7 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
-pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed (pip install -e '.[dev]')")
+pytestmark = pytest.mark.skipif(
+    not LINT.exists(), reason="import-linter is not installed (pip install -e '.[dev]')"
+)
 
 
 def _lint(package_parent: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
