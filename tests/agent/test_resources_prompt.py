@@ -3,6 +3,7 @@ precedence, explicit TEXT-or-FILE prompts, and the tools' one-liners."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -169,3 +170,29 @@ def test_a_prompt_file_that_cannot_be_read_is_reported(tmp_path: Path) -> None:
 def test_text_that_cannot_be_a_path_is_text(tmp_path: Path) -> None:
     weird = "a\x00b" + "x" * 5000
     assert project(tmp_path, {}, system_prompt=weird).custom_prompt == weird
+
+
+def test_to_dict_lists_what_was_loaded(tmp_path: Path) -> None:
+    res = project(
+        tmp_path,
+        {
+            "proj/AGENTS.md": "ctx\n",
+            "home/.pi/agent/skills/s/SKILL.md": "---\ndescription: d\n---\n",
+            "home/.pi/agent/skills/t/SKILL.md": "---\nname: t\n---\n",
+            "home/.pi/agent/prompts/p.md": "P $1\n",
+        },
+    )
+    data = json.loads(json.dumps(res.to_dict()))
+    assert data["contextFiles"] == [{"path": os.path.join(res.cwd, "AGENTS.md"), "content": "ctx\n"}]
+    assert [s["name"] for s in data["skills"]] == ["s"] and data["skills"][0]["sourceInfo"][
+        "source"
+    ] == "auto"
+    assert [t["name"] for t in data["promptTemplates"]] == ["p"]
+    assert data["trust"] == {
+        "trusted": True,
+        "reason": "nothing_to_trust",
+        "needsTrust": False,
+        "skipped": [],
+    }
+    assert data["tools"] == ["read", "bash", "edit", "write"]
+    assert [d["type"] for d in data["diagnostics"]] == ["warning"] and res.warnings == res.diagnostics

@@ -11,6 +11,7 @@ Entry point::
     text = res.expand(user_input)         # /skill:name args, then /template args
     listing = [c.to_dict() for c in res.commands()]   # pi's get_commands entries (templates, skills)
     for d in res.diagnostics: log(str(d)) # "path[:line]: message", never an exception
+    state = res.to_dict()                 # what was loaded (context files, skills, templates, trust, ...)
 
 ``load_resources(cwd, agent_dir=None, *, ...)`` reads (``agent_dir`` defaults to ``$PI_CODING_AGENT_DIR``,
 ``~`` expanded, else ``~/.pi/agent``; ``~`` is ``home``, default ``$HOME``):

@@ -8,13 +8,15 @@ this module only orders the places to look, as pi 1.6 does, and records what was
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..types import AgentTool
 from ._text import DEFAULT_MAX_FILE_BYTES
+from .candidates import expand_tilde, skill_candidates, template_candidates
 from .context_files import load_context_files
-from .discovery import agents_skill_dirs, prompt_files, skill_files
+from .discovery import agents_skill_dirs
 from .prompt_text import prompt_texts
 from .skills import expand_skill_command, load_skills
 from .system_prompt import ToolPrompt, build_sections, render
@@ -26,10 +28,8 @@ from .types import (
     ContextFile,
     Diagnostic,
     PromptTemplate,
-    Scope,
     Section,
     Skill,
-    SourceInfo,
     TrustDecision,
 )
 
@@ -38,17 +38,11 @@ __all__ = ["AGENT_DIR_ENV", "Resources", "default_agent_dir", "load_resources"]
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 
 
-def _expand_tilde(path: str, home: str) -> str:
-    if path == "~":
-        return home
-    return os.path.join(home, path[2:]) if path.startswith("~/") else path
-
-
 def default_agent_dir(home: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """``$PI_CODING_AGENT_DIR`` (a leading ``~`` expanded), else ``~/.pi/agent``; absolute."""
     home = home or os.path.expanduser("~")
     value = (os.environ if env is None else env).get(AGENT_DIR_ENV)
-    return os.path.abspath(_expand_tilde(value, home) if value else os.path.join(home, ".pi", "agent"))
+    return os.path.abspath(expand_tilde(value, home) if value else os.path.join(home, ".pi", "agent"))
 
 
 @dataclass
@@ -72,6 +66,26 @@ class Resources:
     guidelines: tuple[str, ...] = ()
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     extra_sections: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        """The diagnostics that are warnings (files skipped or suspicious, trust skips)."""
+        return [d for d in self.diagnostics if d.kind == "warning"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """What was loaded, as JSON (camelCase keys): for a listing or a state dump."""
+        return {
+            "cwd": self.cwd,
+            "agentDir": self.agent_dir,
+            "trust": self.trust.to_dict(),
+            "tools": [t.name for t in self.tools],
+            "contextFiles": [f.to_dict() for f in self.context_files],
+            "systemPromptSource": self.custom_prompt_source,
+            "appendSystemPromptSources": list(self.append_sources),
+            "skills": [s.to_dict() for s in self.skills],
+            "promptTemplates": [t.to_dict() for t in self.templates],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
 
     def sections(self) -> list[Section]:
         """The system prompt's sections in pi's order."""
@@ -107,75 +121,6 @@ class Resources:
         return out
 
 
-def _resolve(raw: str, cwd: str, home: str) -> str:
-    return os.path.abspath(os.path.join(cwd, _expand_tilde(raw.strip(), home)))
-
-
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _auto(files: Iterable[str], scope: Scope, base_dir: str) -> list[tuple[str, SourceInfo]]:
-    return [(f, SourceInfo(f, "auto", scope, base_dir=base_dir)) for f in files]
-
-
-def _explicit_scope(path: str, user_dir: str, project_dir: str) -> Scope:
-    return "user" if _within(path, user_dir) else "project" if _within(path, project_dir) else "temporary"
-
-
-def _unique(candidates: list[tuple[str, SourceInfo]]) -> list[tuple[str, SourceInfo]]:
-    seen: set[str] = set()
-    out = []
-    for path, info in candidates:
-        real = os.path.realpath(path)
-        if real not in seen:
-            seen.add(real)
-            out.append((path, info))
-    return out
-
-
-def _skill_candidates(
-    paths: Sequence[str], cwd: str, agent_dir: str, home: str, diagnostics: list[Diagnostic]
-) -> list[tuple[str, SourceInfo]]:
-    out: list[tuple[str, SourceInfo]] = []
-    user_dir, project_dir = os.path.join(agent_dir, "skills"), os.path.join(cwd, ".pi", "skills")
-    for raw in paths:
-        path = _resolve(raw, cwd, home)
-        if os.path.isdir(path):
-            files = skill_files(path, "pi", diagnostics)
-        elif os.path.isfile(path) and path.endswith(".md"):
-            files = [path]
-        else:
-            problem = "is not a markdown file" if os.path.exists(path) else "does not exist"
-            diagnostics.append(Diagnostic("warning", f"skill path {problem}", path))
-            continue
-        scope = _explicit_scope(path, user_dir, project_dir)
-        out += [(f, SourceInfo(f, "local", scope, base_dir=os.path.dirname(f))) for f in files]
-    return out
-
-
-def _template_candidates(
-    paths: Sequence[str], cwd: str, agent_dir: str, home: str, diagnostics: list[Diagnostic]
-) -> list[tuple[str, SourceInfo]]:
-    out: list[tuple[str, SourceInfo]] = []
-    user_dir, project_dir = os.path.join(agent_dir, "prompts"), os.path.join(cwd, ".pi", "prompts")
-    for raw in paths:
-        path = _resolve(raw, cwd, home)
-        if os.path.isdir(path):
-            files = prompt_files(path, diagnostics, auto=False)
-        elif os.path.isfile(path) and path.endswith(".md"):
-            files = [path]
-        else:
-            if not os.path.exists(path):
-                diagnostics.append(Diagnostic("error", "prompt template path does not exist", path))
-            continue
-        for f in files:
-            scope = _explicit_scope(f, user_dir, project_dir)
-            base = {"user": user_dir, "project": project_dir}.get(scope, os.path.dirname(f))
-            out.append((f, SourceInfo(f, "local", scope, base_dir=base)))
-    return out
-
-
 def load_resources(
     cwd: str | os.PathLike[str],
     agent_dir: str | os.PathLike[str] | None = None,
@@ -203,7 +148,7 @@ def load_resources(
     where = os.path.abspath(os.fspath(cwd))
     agent = os.path.abspath(os.fspath(agent_dir)) if agent_dir is not None else default_agent_dir(home_dir)
     trust, diagnostics = decide_trust(where, agent, home_dir, approve=approve, no_approve=no_approve)
-    project = os.path.join(where, ".pi")
+    project = os.path.join(where, ".pi")  # the trust-gated folder
 
     contexts: list[ContextFile] = []
     if not no_context_files:
@@ -221,36 +166,29 @@ def load_resources(
         max_bytes=max_file_bytes,
     )
 
-    skill_candidates: list[tuple[str, SourceInfo]] = []
     agents_dirs = agents_skill_dirs(where, home_dir)
-    if not no_skills:
-        if trust.trusted:
-            skill_candidates += _auto(
-                skill_files(os.path.join(project, "skills"), "pi", diagnostics), "project", project
-            )
-            for folder in agents_dirs:
-                found_files = skill_files(folder, "agents", diagnostics)
-                skill_candidates += _auto(found_files, "project", os.path.dirname(folder))
-        skill_candidates += _auto(
-            skill_files(os.path.join(agent, "skills"), "pi", diagnostics), "user", agent
-        )
-        user_agents = os.path.join(home_dir, ".agents")
-        skill_candidates += _auto(
-            skill_files(os.path.join(user_agents, "skills"), "agents", diagnostics), "user", user_agents
-        )
-    skill_candidates += _skill_candidates(skill_paths, where, agent, home_dir, diagnostics)
-    skills, found = load_skills(_unique(skill_candidates), max_file_bytes)
+    skill_paths_found = skill_candidates(
+        where,
+        agent,
+        home_dir,
+        trusted=trust.trusted,
+        auto=not no_skills,
+        explicit=skill_paths,
+        diagnostics=diagnostics,
+    )
+    skills, found = load_skills(skill_paths_found, max_file_bytes)
     diagnostics += found
 
-    template_candidates: list[tuple[str, SourceInfo]] = []
-    if not no_prompt_templates:
-        if trust.trusted:
-            template_candidates += _auto(
-                prompt_files(os.path.join(project, "prompts"), diagnostics), "project", project
-            )
-        template_candidates += _auto(prompt_files(os.path.join(agent, "prompts"), diagnostics), "user", agent)
-    template_candidates += _template_candidates(prompt_paths, where, agent, home_dir, diagnostics)
-    templates, found = load_templates(_unique(template_candidates), max_file_bytes)
+    template_paths_found = template_candidates(
+        where,
+        agent,
+        home_dir,
+        trusted=trust.trusted,
+        auto=not no_prompt_templates,
+        explicit=prompt_paths,
+        diagnostics=diagnostics,
+    )
+    templates, found = load_templates(template_paths_found, max_file_bytes)
     diagnostics += found
 
     if not trust.trusted:
