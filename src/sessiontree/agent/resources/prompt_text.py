@@ -49,7 +49,7 @@ def resolve_prompt_input(
     and the value is used as text (as pi does). An empty value gives ``(None, None)``."""
     if not value:
         return None, None
-    path = os.path.join(cwd, os.path.expanduser(value))
+    path = os.path.join(cwd, value)  # no ~ expansion, as in pi (a shell has done it)
     if not _exists(path):
         return value, None
     try:
