@@ -8,7 +8,8 @@
 // read + JSON.parse of every line, migration check, the id/label index), context (buildSessionContext at
 // the leaf), then load_entries (loadEntriesFromFile alone, measured after the others so that the first
 // open in a fresh process is as cold as pi's). startup_s is the time from node's start to the first line of
-// this program: node itself plus evaluating the bundle. The whole process time is the caller's to measure.
+// this program: node itself plus evaluating the bundle. open_context_cpu_s is the CPU time of open + context
+// (user + system, all of the process's threads). The whole process time is the caller's to measure.
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { CURRENT_SESSION_VERSION, loadEntriesFromFile, SessionManager } from "pi-dist/core/session-manager.js";
 import { VERSION } from "pi-dist/config.js";
@@ -75,16 +76,18 @@ function main(argv) {
     const repeats = argv.length > 1 ? Number(argv[1]) : 1;
     if (!Number.isInteger(repeats) || repeats < 1) fail(`REPEATS must be a positive integer, not ${argv[1]}`);
     checkUntouched(path);
-    const samples = { open_s: [], context_s: [], open_context_s: [], load_entries_s: [] };
+    const samples = { open_s: [], context_s: [], open_context_s: [], load_entries_s: [], open_context_cpu_s: [] };
     let entries = 0;
     let messages = 0;
     let leafId = null;
     for (let run = 0; run < repeats; run++) {
+        const c0 = process.cpuUsage();
         const t0 = performance.now();
         const manager = SessionManager.open(path);
         const t1 = performance.now();
         const context = manager.buildSessionContext();
         const t2 = performance.now();
+        const cpu = process.cpuUsage(c0);
         const loaded = loadEntriesFromFile(path);
         const t3 = performance.now();
         if (loaded.length !== manager.getEntries().length + 1) fail(`${path}: open and loadEntriesFromFile disagree`, 1);
@@ -92,6 +95,7 @@ function main(argv) {
         samples.context_s.push((t2 - t1) / 1000);
         samples.open_context_s.push((t2 - t0) / 1000);
         samples.load_entries_s.push((t3 - t2) / 1000);
+        samples.open_context_cpu_s.push((cpu.user + cpu.system) / 1e6); // every thread of the process (GC helpers too)
         entries = manager.getEntries().length;
         messages = context.messages.length;
         leafId = manager.getLeafId();
