@@ -13,12 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.pi_js_bundle import pi_js_or_skip
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-try:
-    from bench.pi_js import PiJs, prepare
-finally:
-    sys.path.remove(str(REPO))
 
 SESSIONTREE_ROWS = (
     "file size",
@@ -38,7 +35,6 @@ SESSIONTREE_ROWS = (
 PI_ROWS = (
     "context messages: pi 1.6.0",
     "pi 1.6.0: SessionManager.open",
-    "loadEntriesFromFile alone",
     "pi 1.6.0: buildSessionContext",
     "pi 1.6.0: open + context",
     "pi ÷ floor, open + context",
@@ -92,15 +88,8 @@ def test_without_node_the_pi_column_is_left_out_with_the_reason(tmp_path: Path) 
     assert _row(done.stdout, "context messages: sessiontree").split()[-1] != "-"
 
 
-def _bundle() -> PiJs:
-    found = prepare(build=False)
-    if isinstance(found, str):
-        pytest.skip(found)
-    return found
-
-
 def test_side_by_side_run_prints_every_row_and_both_sides_agree(tmp_path: Path) -> None:
-    pi = _bundle()
+    pi = pi_js_or_skip()
     done = _compare(tmp_path, "--no-build", "--pi-dir", str(pi.directory))
     assert done.returncode == 0, done.stderr
     for label in SESSIONTREE_ROWS + PI_ROWS:
@@ -115,7 +104,7 @@ def test_side_by_side_run_prints_every_row_and_both_sides_agree(tmp_path: Path) 
 
 
 def test_pi_bench_refuses_a_file_pi_would_rewrite(tmp_path: Path) -> None:
-    pi = _bundle()
+    pi = pi_js_or_skip()
     old = tmp_path / "v2.jsonl"
     old.write_text(
         '{"type":"session","version":2,"id":"a","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}\n'
@@ -132,3 +121,15 @@ def test_pi_bench_refuses_a_file_pi_would_rewrite(tmp_path: Path) -> None:
         assert done.returncode == 2
         assert why in done.stderr and str(path) in done.stderr
         assert path.read_bytes() == before
+
+
+def test_require_flag_turns_a_missing_bundle_into_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONTREE_PI_JS_DIR", str(tmp_path / "never-built"))
+    monkeypatch.delenv("SESSIONTREE_REQUIRE_PI_JS", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        pi_js_or_skip()
+    monkeypatch.setenv("SESSIONTREE_REQUIRE_PI_JS", "1")
+    with pytest.raises(pytest.fail.Exception, match="SESSIONTREE_REQUIRE_PI_JS=1 but"):
+        pi_js_or_skip()
