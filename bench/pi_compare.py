@@ -40,7 +40,7 @@ from bench.generate import DATA_DIR, ensure_session
 from bench.pi_js import PI_VERSION, PiJs, prepare
 from bench.run import _package_version, _revision, _seconds, _size_label
 
-__all__ = ["Baselines", "SizeResult", "main", "measure_size", "render_table"]
+__all__ = ["Baselines", "SizeResult", "baseline_round", "main", "measure_size", "render_table"]
 
 DEFAULT_SIZES = (10_000, 100_000, 300_000)
 PROBE = Path(__file__).resolve().parent / "pi_compare_probe.py"
@@ -129,7 +129,7 @@ class SizeResult:
 
 @dataclass
 class Baselines:
-    """The interpreters alone, and with sessiontree imported: fresh processes, ``--repeats`` each."""
+    """The interpreters alone, and with sessiontree imported: one fresh process of each per round."""
 
     python_bare: list[Run] = field(default_factory=list)
     python_import: list[Run] = field(default_factory=list)
@@ -163,10 +163,29 @@ def floor(path: Path) -> float:
     return elapsed
 
 
+def baseline_round(base: Baselines, pi: PiJs | None) -> None:
+    """One sample of each interpreter alone (and of ``import sessiontree``), added to ``base``."""
+    base.python_bare.append(run_process([sys.executable, "-c", "pass"], parse=False))
+    base.python_import.append(run_process([sys.executable, "-c", "import sessiontree"], parse=False))
+    if pi is not None:
+        base.node_bare.append(run_process([pi.node, "-e", "0"], parse=False))
+
+
 def measure_size(
-    path: Path, entries: int, main_path: int, *, repeats: int, pi: PiJs | None, agent_dir: Path
+    path: Path,
+    entries: int,
+    main_path: int,
+    *,
+    repeats: int,
+    pi: PiJs | None,
+    agent_dir: Path,
+    base: Baselines,
 ) -> SizeResult:
-    """Alternating fresh processes, ``repeats`` per side; the side that goes first swaps every round."""
+    """Alternating fresh processes, ``repeats`` per side; the side that goes first swaps every round.
+
+    Each round also takes one floor sample (in this process) and one start-up sample of each interpreter
+    into ``base``, so that those are spread over the same stretch of time as the rest.
+    """
     result = SizeResult(entries=entries, file_bytes=path.stat().st_size, main_path=main_path)
     with open(path, "rb") as f:  # into the page cache: every process below reads from memory
         while f.read(1 << 24):
@@ -181,17 +200,8 @@ def measure_size(
                 result.sessiontree.append(run_process(st_argv))
             elif pi_argv is not None:
                 result.pi.append(run_process(pi_argv, _pi_env(agent_dir)))
+        baseline_round(base, pi)
     return result
-
-
-def measure_baselines(repeats: int, pi: PiJs | None) -> Baselines:
-    out = Baselines()
-    for _ in range(repeats):
-        out.python_bare.append(run_process([sys.executable, "-c", "pass"], parse=False))
-        out.python_import.append(run_process([sys.executable, "-c", "import sessiontree"], parse=False))
-        if pi is not None:
-            out.node_bare.append(run_process([pi.node, "-e", "0"], parse=False))
-    return out
 
 
 def _ratio(a: float, b: float) -> str:
@@ -383,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pi {PI_VERSION} not measured: {skipped}", file=sys.stderr, flush=True)
     _compile_package()
     results: list[SizeResult] = []
+    base = Baselines()
     with tempfile.TemporaryDirectory(prefix="pi-agent-dir-") as agent_dir:
         for size in sizes:
             print(
@@ -404,9 +415,9 @@ def main(argv: list[str] | None = None) -> int:
                     repeats=args.repeats,
                     pi=pi,
                     agent_dir=Path(agent_dir),
+                    base=base,
                 )
             )
-    base = measure_baselines(args.repeats, pi)
     header = _header(args.repeats, pi)
     data = {
         "header": header,
