@@ -19,7 +19,7 @@ try:
 finally:
     sys.path.remove(str(REPO))
 
-__all__ = ["PiJs", "pi_js_or_skip"]
+__all__ = ["PiJs", "pi_js_or_skip", "prepare"]
 
 
 def pi_js_or_skip() -> PiJs:

@@ -7,13 +7,14 @@ otherwise; the test never installs anything). The tables' shape is checked, neve
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.pi_js_bundle import pi_js_or_skip
+from tests.pi_js_bundle import PiJs, pi_js_or_skip, prepare
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -133,3 +134,30 @@ def test_require_flag_turns_a_missing_bundle_into_a_failure(
     monkeypatch.setenv("SESSIONTREE_REQUIRE_PI_JS", "1")
     with pytest.raises(pytest.fail.Exception, match="SESSIONTREE_REQUIRE_PI_JS=1 but"):
         pi_js_or_skip()
+
+
+def test_an_unreachable_registry_gives_the_reason_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("needs node and npm to run build.sh")
+    monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")  # nothing listens there
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
+    found = prepare(tmp_path / "pi-js", build=True)
+    assert isinstance(found, str)
+    assert "building pi 1.6.0's bundle failed" in found
+    assert "is the npm registry reachable" in found
+    assert not (tmp_path / "pi-js" / "session-bench.mjs").exists()
+
+
+def test_without_npm_an_existing_bundle_is_used_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pi = pi_js_or_skip()
+    only_node = tmp_path / "bin"
+    only_node.mkdir()
+    (only_node / "node").symlink_to(pi.node)
+    monkeypatch.setenv("PATH", str(only_node))
+    found = prepare(pi.directory, build=True)
+    assert isinstance(found, PiJs) and found.session_bench == pi.session_bench
+    assert isinstance(prepare(tmp_path / "never-built", build=True), str)
