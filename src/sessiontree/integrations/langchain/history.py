@@ -96,6 +96,8 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
         )
 
     # ------------------------------------------------------------------ BaseChatMessageHistory
+    # Every call reads the leaf inside its transaction, under the session's lock (held across threads and
+    # event loops); the async ones do their work in a worker thread.
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The messages at the leaf, oldest first (after a compaction: its summary, then the kept ones)."""
@@ -104,8 +106,7 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         core = self._core
-        async with core.lock():
-            return await core.run(lambda: core.items(self.manager.get_leaf_id()))
+        return await core.run(lambda: core.items(self.manager.get_leaf_id()))
 
     def _append(self, messages: Sequence[BaseMessage]) -> None:
         cursor = self.manager.get_leaf_id()
@@ -130,18 +131,17 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         if messages:
-            async with self._core.lock():
-                await self._core.run(lambda: self._append(messages))
+            await self._core.run(lambda: self._append(messages))
+
+    def _clear(self) -> None:
+        self._core.move(self.manager.get_leaf_id(), None, "clear")
 
     def clear(self) -> None:
         """Move the leaf to the root: the history reads as empty, every message stays in the tree."""
-        core = self._core
-        core.run_now(lambda: core.move(self.manager.get_leaf_id(), None, "clear"))
+        self._core.run_now(self._clear)
 
     async def aclear(self) -> None:
-        core = self._core
-        async with core.lock():
-            await core.run(lambda: core.move(self.manager.get_leaf_id(), None, "clear"))
+        await self._core.run(self._clear)
 
     # ------------------------------------------------------------------ the tree
     def list_turns(self) -> list[tuple[str, str]]:
@@ -149,25 +149,31 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
         core = self._core
         return core.run_now(lambda: core.turns(self.manager.get_leaf_id()))
 
+    async def alist_turns(self) -> list[tuple[str, str]]:
+        """``list_turns`` for async code."""
+        core = self._core
+        return await core.run(lambda: core.turns(self.manager.get_leaf_id()))
+
     async def abranch_to_turn(self, entry_id: str, summarize: bool = False) -> str:
         """Move the leaf to just before the human turn ``entry_id`` (kept in the tree), optionally leaving a
         summary of the abandoned work; returns the turn's text."""
         core = self._core
-        async with core.lock():
-            _, text = await core.branch_to_turn(self.manager.get_leaf_id(), entry_id, summarize)
+        async with core.lock.held():
+            cursor = await core.in_worker(self.manager.get_leaf_id)
+            _, text = await core.branch_to_turn(cursor, entry_id, summarize)
         return text
 
     def branch_to_turn(self, entry_id: str, summarize: bool = False) -> str:
         """``abranch_to_turn`` for synchronous code (outside an event loop)."""
-        return _wait(
-            self._core.branch_to_turn(self.manager.get_leaf_id(), entry_id, summarize), "abranch_to_turn"
-        )[1]
+        return _wait(self.abranch_to_turn(entry_id, summarize), "abranch_to_turn")
 
     async def acompact(self) -> dict[str, Any]:
         """Compact the history now; returns the compaction entry (``CompactionError`` when nothing to do)."""
-        async with self._core.lock():
-            return await self._core.compact(self.manager.get_leaf_id())
+        core = self._core
+        async with core.lock.held():
+            cursor = await core.in_worker(self.manager.get_leaf_id)
+            return await core.compact(cursor)
 
     def compact(self) -> dict[str, Any]:
         """``acompact`` for synchronous code (outside an event loop)."""
-        return _wait(self._core.compact(self.manager.get_leaf_id()), "acompact")
+        return _wait(self.acompact(), "acompact")
