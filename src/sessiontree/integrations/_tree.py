@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -47,15 +48,16 @@ from ..llm.tokens import estimate_context_tokens, estimate_tokens
 from ..llm.types import Model
 from ._blocks import Mismatch
 from ._branch import Branch, branch_sources
-from ._lock import in_worker, session_lock
+from ._lock import SessionLock, in_worker, session_lock
 from ._open import _open_manager
-from ._records import Record, Source, copy_json
+from ._records import Record, Source, check_storable, copy_json
 
 __all__ = [
     "MOVE_CUSTOM_TYPE",
     "AdapterCodec",
     "Branch",
     "Codec",
+    "Opener",
     "TreeAdapter",
     "TreeCore",
     "resolve_summarizer",
@@ -150,28 +152,72 @@ def context_tokens(messages: Sequence[dict[str, Any]]) -> int:
     return estimate.tokens
 
 
+Opener = Callable[[], SessionManager]
+"""Opens an adapter's session on its first use (in a worker thread for the async methods)."""
+
+
 class TreeCore(Generic[T]):
-    """One session's tree operations for an adapter; every method takes the cursor it works at."""
+    """One session's tree operations for an adapter; every method takes the cursor it works at.
+
+    Built on an open ``SessionManager`` (its lock is shared by every adapter on it) or on an ``Opener``.
+    """
 
     def __init__(
         self,
-        manager: SessionManager,
+        manager: SessionManager | Opener,
         codec: Codec[T],
         *,
         summarizer: Summarizer | Model | None = None,
         compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
         branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
     ) -> None:
-        self.manager = manager
         self.codec = codec
         self.summarizer = resolve_summarizer(summarizer)
         self.compaction_settings = compaction_settings
         self.branch_summary_settings = branch_summary_settings
-        self.lock = session_lock(manager)
+        self.closed = False
+        self._opening = threading.Lock()
+        if isinstance(manager, SessionManager):
+            self._manager: SessionManager | None = manager
+            self._opener: Opener | None = None
+            self.lock = session_lock(manager)
+        else:
+            self._manager, self._opener = None, manager
+            self.lock = SessionLock()  # the manager will be this adapter's own
+
+    @property
+    def manager(self) -> SessionManager:
+        """The session's manager (opened now when the adapter was built on an ``Opener``)."""
+        manager = self._manager
+        if manager is None:
+            with self._opening:
+                self.check_open()
+                if self._manager is None:
+                    assert self._opener is not None
+                    self._manager = self._opener()
+                manager = self._manager
+        return manager
+
+    def close(self) -> None:
+        """Close the manager (if it was opened); every later call raises."""
+        with self._opening:
+            self.closed = True
+            if self._manager is not None:
+                self._manager.close()
 
     # ------------------------------------------------------------------ running
+    def check_open(self) -> None:
+        """Raise ``SessionError`` (kind ``invalid_state``) once the adapter is closed."""
+        if self.closed:
+            manager = self._manager
+            where = "the session"
+            if manager is not None:
+                where = manager.get_session_file() or f"session {manager.get_session_id()}"
+            raise SessionError(f"{where}: the session is closed", kind="invalid_state")
+
     def transact(self, fn: Callable[[], R]) -> R:
         """``fn()`` as one transaction of the session, in this thread (the caller holds ``lock``)."""
+        self.check_open()
         with self.manager.transaction():
             return fn()
 
@@ -267,7 +313,9 @@ class TreeCore(Generic[T]):
             self.manager.branch(cursor)
 
     def append(self, cursor: str | None, records: Sequence[Record]) -> list[str]:
-        """Append ``records`` after ``cursor``; returns the new entry ids (the last one is the new cursor)."""
+        """Append ``records`` after ``cursor``; returns the new entry ids (the last one is the new cursor).
+        Nothing is written when any of them cannot be stored (``TypeError``)."""
+        check_storable(records)
         self.goto(cursor)
         ids: list[str] = []
         for record in records:
@@ -416,10 +464,18 @@ class TreeAdapter(Generic[T]):
     ``options`` are ``TreeCore``'s (summarizer and settings); the adapters spell them out.
     """
 
-    def __init__(self, manager: SessionManager, codec: Codec[T], **options: Any) -> None:
-        self.manager = manager
-        self.session_id = manager.get_session_id()
+    session_id: str | None
+
+    def __init__(
+        self, manager: SessionManager | Opener, codec: Codec[T], session_id: str | None = None, **options: Any
+    ) -> None:
         self._core: TreeCore[T] = TreeCore(manager, codec, **options)
+        self.session_id = manager.get_session_id() if isinstance(manager, SessionManager) else session_id
+
+    @property
+    def manager(self) -> SessionManager:
+        """The session's ``SessionManager``."""
+        return self._core.manager
 
     def _read_plainly(self, source: Source, error: Exception) -> None:
         """Say that a stored message's residual did not fit (it is read as a plain pi message)."""
@@ -435,5 +491,6 @@ class TreeAdapter(Generic[T]):
         return cls(_open_manager(path_or_store_url, session_id), **options)
 
     def close(self) -> None:
-        """Release the session file (its writer lock)."""
-        self.manager.close()
+        """Release the session (its file's writer lock, its database connection); every later call raises
+        ``SessionError`` (kind ``invalid_state``)."""
+        self._core.close()

@@ -30,7 +30,7 @@ from ...compaction import (
 )
 from ...llm.types import Model
 from .._records import Record, Source, copy_json
-from .._tree import AdapterCodec, TreeAdapter
+from .._tree import AdapterCodec, Opener, TreeAdapter
 from .mapping import MESSAGE_CUSTOM_TYPE, default_message, message_of, message_to_record
 
 __all__ = ["TreeChatMessageHistory"]
@@ -72,16 +72,20 @@ def _wait(coroutine: Coroutine[Any, Any, T], twin: str) -> T:
 class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
     """A LangChain chat history kept as a sessiontree tree (e.g. for ``RunnableWithMessageHistory``).
 
-    Build it on a ``SessionManager`` or with ``TreeChatMessageHistory.open(target, session_id=None)`` (a
-    ``.jsonl`` file, created when missing; a directory of sessions; ``"memory:"``). ``summarizer``
+    Build it on a ``SessionManager``, on a function that opens one (called on first use, in a worker thread
+    for the async methods; ``session_id`` then names the session it opens), or with
+    ``TreeChatMessageHistory.open(target, session_id=None)`` (a ``.jsonl`` file, created when missing; a
+    directory of sessions; a database store URL; ``"memory:"``); for ``RunnableWithMessageHistory``,
+    ``get_session_history(store)`` gives one per session id. ``summarizer``
     (a ``Summarizer`` or a ``sessiontree.llm.Model``; offline by default) writes compactions and branch
     summaries; ``compaction_settings`` say how much recent history a compaction keeps.
     """
 
     def __init__(
         self,
-        manager: SessionManager,
+        manager: SessionManager | Opener,
         *,
+        session_id: str | None = None,
         summarizer: Summarizer | Model | None = None,
         compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
         branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
@@ -90,6 +94,7 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
             self,
             manager,
             _Codec(self),
+            session_id,
             summarizer=summarizer,
             compaction_settings=compaction_settings,
             branch_summary_settings=branch_summary_settings,
@@ -128,10 +133,14 @@ class TreeChatMessageHistory(TreeAdapter[BaseMessage], BaseChatMessageHistory):
         """Append ``messages`` at the leaf, one pi message (or custom entry) each."""
         if messages:
             self._core.run_now(lambda: self._append(messages))
+        else:
+            self._core.check_open()
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         if messages:
             await self._core.run(lambda: self._append(messages))
+        else:
+            self._core.check_open()
 
     def _clear(self) -> None:
         self._core.move(self.manager.get_leaf_id(), None, "clear")

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 try:
     from agents.memory import SessionSettings
     from agents.memory.session import OpenAIResponsesCompactionArgs
-    from agents.memory.session_settings import resolve_session_limit
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
     from agents.run_context import RunContextWrapper
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -107,20 +107,20 @@ class TreeSession(TreeAdapter[Item]):
 
     Build it on a ``SessionManager`` or with ``TreeSession.open(target, session_id=None)`` (a ``.jsonl``
     file, created when missing; a directory of sessions; ``"memory:"``). Options: ``session_settings``
-    (the SDK's, for its default ``limit``); ``model``, the model name recorded on stored replies;
+    (the SDK's ``SessionSettings`` or a dict of them, for the default ``limit``); ``model``, the model name recorded on stored replies;
     ``summarizer`` for compaction and branch summaries (a ``Summarizer`` or a ``sessiontree.llm.Model``;
     offline by default); ``compaction_settings`` and ``context_window`` for the automatic compaction the
     Runner asks for after each turn; ``branch_for_run``, a function of the run context giving the entry
     a run continues from (``None``: the session's leaf), so runs can work on different branches at once.
     """
 
-    session_settings: SessionSettings | None
+    session_settings: SessionSettings
 
     def __init__(
         self,
         manager: SessionManager,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         model: str = "unknown",
         summarizer: Summarizer | Model | None = None,
         compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
@@ -135,7 +135,9 @@ class TreeSession(TreeAdapter[Item]):
             compaction_settings=compaction_settings,
             branch_summary_settings=branch_summary_settings,
         )
-        self.session_settings = session_settings
+        self.session_settings = (
+            SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
+        )
         self.model = model
         self.context_window = context_window
         self.branch_for_run = branch_for_run
@@ -189,6 +191,7 @@ class TreeSession(TreeAdapter[Item]):
     async def add_items(self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Append ``items`` at the leaf (one pi message per user item or tool result, one per reply)."""
         if not items:
+            self._core.check_open()
             return
         batch = copy_json(list(items))
         usage = _reply_usage(wrapper)
