@@ -3,6 +3,9 @@
 The history is the branch at the leaf: ``add_messages`` appends there, ``messages`` reads it (after the
 latest compaction: its summary, then the kept messages), ``clear`` only moves the leaf to the root, so
 nothing is ever deleted. Message mapping lives in ``mapping``, tree operations in ``.._tree``.
+
+Every method, synchronous or async, reads the leaf inside its own transaction under the session's lock
+(held across threads and event loops); the async ones do their store work in a worker thread.
 """
 
 from __future__ import annotations

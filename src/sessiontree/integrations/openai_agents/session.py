@@ -3,6 +3,9 @@
 The session is the branch at the leaf: ``add_items`` appends there, ``get_items`` reads it (after the
 latest compaction: its summary, then the kept items), ``pop_item`` and ``clear_session`` only move the
 leaf, so nothing is ever deleted. Item mapping lives in ``mapping``, tree operations in ``.._tree``.
+
+One session may be used from several threads and event loops at once: each call reads the leaf inside its
+own transaction under the session's lock, and does its store work in a worker thread (``.._lock``).
 """
 
 from __future__ import annotations
