@@ -45,7 +45,10 @@ class SseReply:
 
 
 class FakeServer:
-    def __init__(self) -> None:
+    """``keep_alive``: HTTP/1.1 with persistent connections for JSON replies, as real API servers keep them
+    (clients then pool connections between requests); server-sent events still end their connection."""
+
+    def __init__(self, keep_alive: bool = False) -> None:
         self.requests: list[Recorded] = []
         self.replies: list[JsonReply | RawReply | SseReply] = []
         self.release = threading.Event()
@@ -53,7 +56,7 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -90,6 +93,9 @@ class FakeServer:
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
                     self.send_header("cache-control", "no-cache")
+                    if keep_alive:
+                        self.send_header("connection", "close")
+                        self.close_connection = True
                     self.end_headers()
                     for index, (name, data) in enumerate(reply.events):
                         if reply.hold_after is not None and index == reply.hold_after:
@@ -125,8 +131,8 @@ class FakeServer:
 
 
 @contextmanager
-def fake_server() -> Iterator[FakeServer]:
-    server = FakeServer()
+def fake_server(keep_alive: bool = False) -> Iterator[FakeServer]:
+    server = FakeServer(keep_alive)
     server.start()
     try:
         yield server

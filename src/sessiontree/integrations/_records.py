@@ -5,12 +5,15 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import orjson
 
-__all__ = ["Record", "Source", "copy_json"]
+from sessiontree.format.pi_json import dumps
+
+__all__ = ["Record", "Source", "check_storable", "copy_json"]
 
 T = TypeVar("T")
 
@@ -47,3 +50,23 @@ def copy_json(value: T) -> T:
         return orjson.loads(orjson.dumps(value))  # type: ignore[no-any-return]
     except (TypeError, orjson.JSONEncodeError):
         return copy.deepcopy(value)
+
+
+_STRICT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def check_storable(records: Sequence[Record]) -> None:
+    """Raise ``TypeError`` unless every record can be written as JSON, before any is: a batch is stored
+    whole or not at all on every back end (a file has no rollback). orjson first; pi's encoder for what it
+    leaves to it."""
+    for number, record in enumerate(records, 1):
+        value = record.message if record.message is not None else record.data
+        try:
+            orjson.dumps(value, option=_STRICT)
+        except (TypeError, orjson.JSONEncodeError):
+            try:
+                dumps(value)
+            except (TypeError, ValueError, RecursionError) as error:
+                raise TypeError(
+                    f"entry {number} of {len(records)} cannot be stored as JSON: {error}"
+                ) from None

@@ -4,6 +4,9 @@ move the leaf (and remember where), the user turns, branch to a turn, compact, t
 Works through the ``SessionManager`` public API and the compaction package only; it knows no framework's
 item shape (each adapter passes a ``Codec``). Nothing here deletes or rewrites an entry.
 
+Every operation runs under the session's lock (``_lock``), which holds across threads and event loops, and
+reads the leaf inside its own transaction; the async ones do their blocking work in worker threads.
+
 A leaf move that writes no entry of its own (``pop_item``, ``clear_session``, ``branch_to_turn`` without a
 summary) appends a ``custom`` entry (``customType`` ``sessiontree.move``) at the new position: pi's format
 records the leaf only as "the last entry", so without it a re-opened session would be back at the old leaf.
@@ -12,25 +15,16 @@ pi keeps custom entries and never sends them to a model.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
-
-import anyio
 
 from sessiontree.format.pi_json import UNDEFINED
 from sessiontree.session.manager import SessionManager
-from sessiontree.tree.context import (
-    compaction_summary_message,
-    get_latest_compaction_index,
-    path_ids,
-    path_types,
-    session_entry_to_context_messages,
-)
+from sessiontree.tree.context import path_ids, path_types
 
 from ..compaction import (
     DEFAULT_BRANCH_SUMMARY_SETTINGS,
@@ -41,24 +35,29 @@ from ..compaction import (
     CompactionSettings,
     OfflineSummarizer,
     Summarizer,
+    apply_compaction,
     collect_entries_for_branch_summary,
-    compact_session,
     generate_branch_summary,
+    plan_compaction,
     should_compact,
 )
+from ..compaction import compact as summarize_compaction
 from ..compaction.summarizer import LlmSummarizer
 from ..errors import SessionError, SessionNotFoundError
 from ..llm.tokens import estimate_context_tokens, estimate_tokens
 from ..llm.types import Model
 from ._blocks import Mismatch
+from ._branch import Branch, branch_sources
+from ._lock import SessionLock, in_worker, session_lock
 from ._open import _open_manager
-from ._records import Record, Source, copy_json
+from ._records import Record, Source, check_storable, copy_json
 
 __all__ = [
     "MOVE_CUSTOM_TYPE",
     "AdapterCodec",
     "Branch",
     "Codec",
+    "Opener",
     "TreeAdapter",
     "TreeCore",
     "resolve_summarizer",
@@ -145,66 +144,6 @@ class AdapterCodec(Generic[T, A]):
         raise NotImplementedError
 
 
-@dataclass(slots=True)
-class Branch:
-    """The sources of a branch in item order (compaction summary, kept part, what follows) and the latest
-    compaction on it."""
-
-    sources: list[Source]
-    compaction: Entry | None
-
-
-def _range_sources(
-    path: Sequence[Entry],
-    types: Sequence[str],
-    start: int,
-    end: int,
-    custom_types: frozenset[str],
-    kept: bool,
-) -> list[Source]:
-    ids = path_ids(path)
-    out: list[Source] = []
-    for i in range(start, end):
-        kind = types[i]
-        if kind == "custom":
-            entry = path[i]
-            if entry.get("customType") in custom_types:
-                out.append(Source("custom", entry, ids[i], kept))
-        elif kind in ("message", "custom_message", "branch_summary"):
-            for message in session_entry_to_context_messages(path[i]):
-                out.append(Source("message", message, ids[i], kept))
-    return out
-
-
-def branch_sources(path: Sequence[Entry], custom_types: frozenset[str]) -> Branch:
-    """What a root-first path holds for an adapter, honouring its latest compaction.
-
-    The kept part is read from the path (with its custom entries and entry ids) when ``firstKeptEntryId``
-    is on it and gives the same messages as the compaction's ``retainedTail``; otherwise from
-    ``retainedTail`` (which readers prefer), else nothing (pi's reader).
-    """
-    types = path_types(path)
-    c = get_latest_compaction_index(path)
-    if c is None:
-        return Branch(_range_sources(path, types, 0, len(path), custom_types, False), None)
-    compaction = path[c]
-    sources = [Source("summary", compaction_summary_message(compaction), str(compaction.get("id")))]
-    first_kept = compaction.get("firstKeptEntryId")
-    tail = compaction.get("retainedTail")
-    kept: list[Source] | None = None
-    ids = list(path_ids(path)[:c])
-    if isinstance(first_kept, str) and first_kept in ids:
-        start = ids.index(first_kept)
-        kept = _range_sources(path, types, start, c, custom_types, True)
-        if isinstance(tail, list) and [s.payload for s in kept if s.kind == "message"] != tail:
-            kept = None
-    if kept is None and isinstance(tail, list):
-        kept = [Source("message", m, None, True) for m in tail if isinstance(m, dict)]
-    sources.extend(kept or [])
-    sources.extend(_range_sources(path, types, c + 1, len(path), custom_types, False))
-    return Branch(sources, compaction)
-
-
 def context_tokens(messages: Sequence[dict[str, Any]]) -> int:
     """pi's context estimate, or the sum of per-message estimates when no reply reports usage."""
     estimate = estimate_context_tokens(messages)
@@ -213,46 +152,89 @@ def context_tokens(messages: Sequence[dict[str, Any]]) -> int:
     return estimate.tokens
 
 
+Opener = Callable[[], SessionManager]
+"""Opens an adapter's session on its first use (in a worker thread for the async methods)."""
+
+
 class TreeCore(Generic[T]):
-    """One session's tree operations for an adapter; every method takes the cursor it works at."""
+    """One session's tree operations for an adapter; every method takes the cursor it works at.
+
+    Built on an open ``SessionManager`` (its lock is shared by every adapter on it) or on an ``Opener``.
+    """
 
     def __init__(
         self,
-        manager: SessionManager,
+        manager: SessionManager | Opener,
         codec: Codec[T],
         *,
         summarizer: Summarizer | Model | None = None,
         compaction_settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
         branch_summary_settings: BranchSummarySettings = DEFAULT_BRANCH_SUMMARY_SETTINGS,
     ) -> None:
-        self.manager = manager
         self.codec = codec
         self.summarizer = resolve_summarizer(summarizer)
         self.compaction_settings = compaction_settings
         self.branch_summary_settings = branch_summary_settings
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.closed = False
+        self._opening = threading.Lock()
+        if isinstance(manager, SessionManager):
+            self._manager: SessionManager | None = manager
+            self._opener: Opener | None = None
+            self.lock = session_lock(manager)
+        else:
+            self._manager, self._opener = None, manager
+            self.lock = SessionLock()  # the manager will be this adapter's own
+
+    @property
+    def manager(self) -> SessionManager:
+        """The session's manager (opened now when the adapter was built on an ``Opener``)."""
+        manager = self._manager
+        if manager is None:
+            with self._opening:
+                self.check_open()
+                if self._manager is None:
+                    assert self._opener is not None
+                    self._manager = self._opener()
+                manager = self._manager
+        return manager
+
+    def close(self) -> None:
+        """Close the manager (if it was opened); every later call raises."""
+        with self._opening:
+            self.closed = True
+            if self._manager is not None:
+                self._manager.close()
 
     # ------------------------------------------------------------------ running
-    def lock(self) -> asyncio.Lock:
-        """The lock that keeps this session's async operations from interleaving (one per event loop)."""
-        loop = asyncio.get_running_loop()
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
+    def check_open(self) -> None:
+        """Raise ``SessionError`` (kind ``invalid_state``) once the adapter is closed."""
+        if self.closed:
+            manager = self._manager
+            where = "the session"
+            if manager is not None:
+                where = manager.get_session_file() or f"session {manager.get_session_id()}"
+            raise SessionError(f"{where}: the session is closed", kind="invalid_state")
 
-    def run_now(self, fn: Callable[[], R]) -> R:
-        """Run ``fn`` as one transaction, in this thread (for synchronous callers)."""
+    def transact(self, fn: Callable[[], R]) -> R:
+        """``fn()`` as one transaction of the session, in this thread (the caller holds ``lock``)."""
+        self.check_open()
         with self.manager.transaction():
             return fn()
 
+    def run_now(self, fn: Callable[[], R]) -> R:
+        """``fn()`` as one transaction under the session's lock, in this thread (for synchronous callers)."""
+        with self.lock.hold():
+            return self.transact(fn)
+
+    async def in_worker(self, fn: Callable[[], R]) -> R:
+        """``fn()`` as one transaction in a worker thread (the caller holds ``lock``)."""
+        return await in_worker(lambda: self.transact(fn))
+
     async def run(self, fn: Callable[[], R]) -> R:
-        """Run ``fn`` as one transaction: in a worker thread when the store can wait on a network."""
-        if self.manager.store.remote:
-            return await anyio.to_thread.run_sync(self.run_now, fn)
-        return self.run_now(fn)
+        """``fn()`` as one transaction under the session's lock, in a worker thread: the running loop never
+        waits on the disk, SQLite or the network, and ``fn`` reads the leaf inside the transaction."""
+        async with self.lock.held():
+            return await self.in_worker(fn)
 
     # ------------------------------------------------------------------ reading
     def path(self, cursor: str | None) -> Sequence[Entry]:
@@ -331,7 +313,9 @@ class TreeCore(Generic[T]):
             self.manager.branch(cursor)
 
     def append(self, cursor: str | None, records: Sequence[Record]) -> list[str]:
-        """Append ``records`` after ``cursor``; returns the new entry ids (the last one is the new cursor)."""
+        """Append ``records`` after ``cursor``; returns the new entry ids (the last one is the new cursor).
+        Nothing is written when any of them cannot be stored (``TypeError``)."""
+        check_storable(records)
         self.goto(cursor)
         ids: list[str] = []
         for record in records:
@@ -400,7 +384,7 @@ class TreeCore(Generic[T]):
             retained_tail=tail,
         )
 
-    # ------------------------------------------------------------------ branching and compaction
+    # ------------------------------------------------------------------ branching and compaction (lock held)
     def user_turn(self, entry_id: str) -> Entry:
         """The user-message entry ``entry_id``; raises for unknown ids and other entries."""
         entry = self.manager.get_entry(entry_id)
@@ -417,13 +401,16 @@ class TreeCore(Generic[T]):
         """Move to just before the user turn ``entry_id`` (pi's ``/tree`` on a user message).
 
         With ``summarize``, the abandoned entries are summarized and the summary is attached there (a
-        ``branch_summary`` entry). Returns the new cursor and the turn's text.
+        ``branch_summary`` entry). Returns the new cursor and the turn's text. The caller holds ``lock``
+        (the summary is written on the loop, the rest in worker threads).
         """
-        entry = self.user_turn(entry_id)
+        entry = await self.in_worker(lambda: self.user_turn(entry_id))
         target = entry.get("parentId")
         text = turn_text(entry["message"])
         if summarize:
-            collected = collect_entries_for_branch_summary(self.manager, cursor, entry_id)
+            collected = await self.in_worker(
+                lambda: collect_entries_for_branch_summary(self.manager, cursor, entry_id)
+            )
             if collected.entries:
                 result = await generate_branch_summary(
                     collected.entries,
@@ -436,24 +423,31 @@ class TreeCore(Generic[T]):
                         self.goto(cursor)  # fromId records the abandoned leaf
                         return self.manager.branch_with_summary(target, result.summary, result.details)
 
-                    return await self.run(attach), text
-        return await self.run(lambda: self.move(cursor, target, "branch_to_turn")), text
+                    return await self.in_worker(attach), text
+        return await self.in_worker(lambda: self.move(cursor, target, "branch_to_turn")), text
 
     async def compact(self, cursor: str | None) -> Entry:
-        """Compact the branch at ``cursor`` (raises ``CompactionError`` when there is nothing to compact)."""
+        """Compact the branch at ``cursor`` (raises ``CompactionError`` when there is nothing to compact).
+
+        The caller holds ``lock``: the plan and the entry are made in worker threads, the summary on the loop.
+        """
         if cursor is None:
             raise CompactionError("Nothing to compact (session too small)", kind="nothing_to_compact")
-        return await compact_session(
-            self.manager, self.summarizer, settings=self.compaction_settings, leaf_id=cursor
+        settings = self.compaction_settings
+        plan = await self.in_worker(lambda: plan_compaction(self.manager, settings, leaf_id=cursor))
+        result = await summarize_compaction(
+            plan.preparation, self.summarizer, thinking_level=plan.thinking_level
         )
+        return await self.in_worker(lambda: apply_compaction(self.manager, result, leaf_id=cursor))
 
     async def compact_if_needed(self, cursor: str | None, context_window: int, force: bool) -> Entry | None:
         """Compact when forced or when the context leaves less than ``reserve_tokens`` of the window;
-        None when not needed or nothing can be compacted."""
+        None when not needed or nothing can be compacted. The caller holds ``lock``."""
         if not force:
             if not self.compaction_settings.enabled:
                 return None
-            if not should_compact(self.context_tokens(cursor), context_window, self.compaction_settings):
+            tokens = await self.in_worker(lambda: self.context_tokens(cursor))
+            if not should_compact(tokens, context_window, self.compaction_settings):
                 return None
         try:
             return await self.compact(cursor)
@@ -470,10 +464,18 @@ class TreeAdapter(Generic[T]):
     ``options`` are ``TreeCore``'s (summarizer and settings); the adapters spell them out.
     """
 
-    def __init__(self, manager: SessionManager, codec: Codec[T], **options: Any) -> None:
-        self.manager = manager
-        self.session_id = manager.get_session_id()
+    session_id: str | None
+
+    def __init__(
+        self, manager: SessionManager | Opener, codec: Codec[T], session_id: str | None = None, **options: Any
+    ) -> None:
         self._core: TreeCore[T] = TreeCore(manager, codec, **options)
+        self.session_id = manager.get_session_id() if isinstance(manager, SessionManager) else session_id
+
+    @property
+    def manager(self) -> SessionManager:
+        """The session's ``SessionManager``."""
+        return self._core.manager
 
     def _read_plainly(self, source: Source, error: Exception) -> None:
         """Say that a stored message's residual did not fit (it is read as a plain pi message)."""
@@ -489,5 +491,6 @@ class TreeAdapter(Generic[T]):
         return cls(_open_manager(path_or_store_url, session_id), **options)
 
     def close(self) -> None:
-        """Release the session file (its writer lock)."""
-        self.manager.close()
+        """Release the session (its file's writer lock, its database connection); every later call raises
+        ``SessionError`` (kind ``invalid_state``)."""
+        self._core.close()

@@ -1,6 +1,7 @@
 """The OpenAI Agents SDK adapter: ``TreeSession``, a ``Session`` whose history is a sessiontree tree.
 
-Needs ``sessiontree[openai-agents]``. The item mapping is in ``mapping`` (pure), the session in ``session``.
+Needs ``sessiontree[openai-agents]``. The item mapping is in ``mapping`` (items to pi messages) and
+``restore`` (back), both pure; the session is in ``session``.
 """
 
 from __future__ import annotations

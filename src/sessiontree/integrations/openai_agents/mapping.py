@@ -1,4 +1,6 @@
-"""Responses input items (the OpenAI Agents SDK's session items) to pi messages and back, losslessly.
+"""Responses input items (the OpenAI Agents SDK's session items) to pi messages, losslessly; ``restore``
+reads them back (this module re-exports its ``message_items`` and ``default_items``), ``keys`` holds the
+names both share.
 
 Pure functions over dicts: no I/O and no import of the SDK. Results share nested values with their inputs
 (callers copy). How items are stored:
@@ -22,7 +24,7 @@ Pure functions over dicts: no I/O and no import of the SDK. Results share nested
 
 Assistant messages say ``api`` ``openai-responses``, ``provider`` ``openai-agents`` and the configured model
 name, so no sessiontree provider takes them for its own replies and replays their signatures. pi messages
-written by anything else (pi, sessiontree's agent, another adapter) map to items the plain way.
+written by anything else (pi, sessiontree's agent, another adapter) map to items the plain way (``restore``).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
-
-import orjson
 
 from sessiontree.format.messages import (
     Usage,
@@ -42,15 +42,27 @@ from sessiontree.format.messages import (
 )
 from sessiontree.format.pi_json import dumps, loads
 
-from ...llm.convert import convert_message
-from .._blocks import Blocks, Mismatch, data_url, plain_parts
-from .._records import Record, copy_json
+from .._blocks import Mismatch
+from .._records import Record
+from .keys import (
+    API,
+    EXTRA_KEY,
+    INSTRUCTION_ROLES,
+    ITEM_CUSTOM_TYPE,
+    PROVIDER,
+    TEXT_PARTS,
+    Item,
+    compact_json,
+    instruction_custom_type,
+)
+from .restore import default_items, message_items
 
 __all__ = [
     "API",
     "EXTRA_KEY",
     "ITEM_CUSTOM_TYPE",
     "PROVIDER",
+    "Item",
     "Mismatch",
     "default_items",
     "instruction_custom_type",
@@ -59,44 +71,11 @@ __all__ = [
     "message_items",
 ]
 
-Item = dict[str, Any]
 Block = dict[str, Any]
 ItemKind = Literal["user", "instruction", "assistant", "result", "other"]
 
-EXTRA_KEY = "openaiAgents"
-"""The key of a stored pi message that holds its items' residuals."""
-ITEM_CUSTOM_TYPE = "openai-agents.item"
-"""``customType`` of the custom entries that hold items pi has no message for."""
-API = "openai-responses"
-PROVIDER = "openai-agents"
-
-_INSTRUCTION_ROLES = ("system", "developer")
-_MESSAGE_ROLES = ("user", "assistant", *_INSTRUCTION_ROLES)
-_TEXT_PARTS = ("input_text", "output_text")
+_MESSAGE_ROLES = ("user", "assistant", *INSTRUCTION_ROLES)
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.S)
-
-
-def instruction_custom_type(role: str) -> str:
-    """The ``customType`` of the custom message a ``system`` / ``developer`` item becomes."""
-    return f"openai-agents.{role}"
-
-
-_INSTRUCTION_TYPES = {instruction_custom_type(role): role for role in _INSTRUCTION_ROLES}
-
-
-def _compact(value: Any) -> str | None:
-    """Compact JSON text (orjson: fast; None for what it cannot encode). Arguments are only left to it when
-    it and the JavaScript encoder agree, so the text comes back whatever the store did to the numbers."""
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-
-
-def _arguments_text(arguments: Any) -> str:
-    value = arguments if arguments is not None else {}
-    text = _compact(value)
-    return text if text is not None else dumps(value)
 
 
 def _without(item: Item, *keys: str) -> Item:
@@ -109,7 +88,7 @@ def _part_ok(part: Any) -> bool:
     if not isinstance(part, dict):
         return False
     kind = part.get("type")
-    if kind in _TEXT_PARTS:
+    if kind in TEXT_PARTS:
         return isinstance(part.get("text"), str)
     if kind == "refusal":
         return isinstance(part.get("refusal"), str)
@@ -167,7 +146,7 @@ def item_kind(item: Any) -> ItemKind:
     role = _message_role(item)
     if role == "user":
         return "user"
-    if role in _INSTRUCTION_ROLES:
+    if role in INSTRUCTION_ROLES:
         return "instruction"
     if role == "assistant" or _is_reasoning(item) or _is_function_call(item):
         return "assistant"
@@ -192,7 +171,7 @@ def _parts_to_blocks(parts: list[Item], role: str) -> tuple[list[Block], list[It
     residual: list[Item] = []
     for part in parts:
         kind = part.get("type")
-        if kind in _TEXT_PARTS:
+        if kind in TEXT_PARTS:
             blocks.append({"type": "text", "text": part["text"]})
             residual.append(_without(part, "text"))
         elif kind == "refusal" and role == "assistant":
@@ -205,31 +184,6 @@ def _parts_to_blocks(parts: list[Item], role: str) -> tuple[list[Block], list[It
         else:
             residual.append(part)
     return blocks, residual
-
-
-def _restore_parts(parts: Any, role: str, blocks: Blocks) -> list[Item]:
-    if not isinstance(parts, list):
-        raise Mismatch("residual content is not a list")
-    out: list[Item] = []
-    for part in parts:
-        if not isinstance(part, dict):
-            raise Mismatch("residual part is not an object")
-        kind = part.get("type")
-        if kind in _TEXT_PARTS and "text" not in part:
-            out.append({**part, "text": blocks.text()})
-        elif kind == "refusal" and role == "assistant" and "refusal" not in part:
-            out.append({**part, "refusal": blocks.text()})
-        elif (
-            kind == "input_image"
-            and role != "assistant"
-            and "image_url" not in part
-            and "file_id" not in part
-        ):
-            image = blocks.take("image")
-            out.append({**part, "image_url": data_url(image)})
-        else:
-            out.append(part)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- items -> pi
@@ -269,7 +223,7 @@ def _assistant_side(item: Item) -> tuple[list[Block], Item]:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
         block = {"type": "toolCall", "id": item["call_id"], "name": item["name"], "arguments": arguments}
-        exact = isinstance(parsed, dict) and _compact(parsed) == raw and dumps(parsed) == raw
+        exact = isinstance(parsed, dict) and compact_json(parsed) == raw and dumps(parsed) == raw
         residual = _without(item, "call_id", "name", *(("arguments",) if exact else ()))
         return [block], residual
     content = item["content"]
@@ -366,172 +320,3 @@ def items_to_records(
         assert reply is not None
         reply["usage"] = usage
     return records
-
-
-# ---------------------------------------------------------------------------------------------- pi -> items
-def _restore_user_side(residual: Item, content: Any, role: str) -> Item:
-    if residual.get("role") != role:
-        raise Mismatch(f"residual role {residual.get('role')!r} for a {role} message")
-    if "content" not in residual:
-        if not isinstance(content, str):
-            raise Mismatch("string content expected")
-        return {**residual, "content": content}
-    blocks = Blocks(content)
-    parts = _restore_parts(residual["content"], role, blocks)
-    blocks.done()
-    return {**residual, "content": parts}
-
-
-def _restore_assistant_side(residual: Item, blocks: Blocks) -> Item:
-    kind = residual.get("type")
-    if kind == "reasoning":
-        item = dict(residual)
-        for key, part_kind in (("summary", "summary_text"), ("content", "reasoning_text")):
-            parts = residual.get(key)
-            if isinstance(parts, list):
-                item[key] = [
-                    {**p, "text": blocks.text("thinking", "thinking")}
-                    if isinstance(p, dict) and p.get("type") == part_kind and "text" not in p
-                    else p
-                    for p in parts
-                ]
-        return item
-    if kind == "function_call":
-        call = blocks.take("toolCall")
-        arguments = (
-            residual["arguments"] if "arguments" in residual else _arguments_text(call.get("arguments"))
-        )
-        return {**residual, "call_id": call.get("id"), "name": call.get("name"), "arguments": arguments}
-    if residual.get("role") != "assistant":
-        raise Mismatch("residual is not an assistant-side item")
-    if "content" not in residual:
-        return {**residual, "content": blocks.text()}
-    return {**residual, "content": _restore_parts(residual["content"], "assistant", blocks)}
-
-
-def _restore(message: dict[str, Any], residuals: Any) -> list[Item]:
-    if not isinstance(residuals, list) or not all(isinstance(r, dict) for r in residuals):
-        raise Mismatch(f"{EXTRA_KEY} is not a list of objects")
-    role = message.get("role")
-    content = message.get("content")
-    if role == "assistant":
-        blocks = Blocks(content)
-        items = [_restore_assistant_side(r, blocks) for r in residuals]
-        blocks.done()
-        return items
-    if len(residuals) != 1:
-        raise Mismatch(f"one residual expected for a {role} message")
-    residual = residuals[0]
-    if role == "user":
-        return [_restore_user_side(residual, content, "user")]
-    if role == "custom" and message.get("customType") in _INSTRUCTION_TYPES:
-        return [_restore_user_side(residual, content, _INSTRUCTION_TYPES[message["customType"]])]
-    if role == "toolResult":
-        item = {**residual, "call_id": message.get("toolCallId")}
-        if "output" not in residual:
-            blocks = Blocks(content)
-            item["output"] = blocks.text()
-            blocks.done()
-            return [item]
-        blocks = Blocks(content)
-        item["output"] = _restore_parts(residual["output"], "tool", blocks)
-        blocks.done()
-        return [item]
-    raise Mismatch(f"{EXTRA_KEY} on a {role} message")
-
-
-def _plain_content(content: Any) -> str | list[Item]:
-    return plain_parts(
-        content,
-        lambda text: {"type": "input_text", "text": text},
-        lambda url: {"type": "input_image", "detail": "auto", "image_url": url},
-    )
-
-
-def _plain_output(content: Any) -> str | list[Item]:
-    blocks = content if isinstance(content, list) else []
-    if any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
-        return _plain_content(blocks)
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-    )
-
-
-def _reasoning_item(signature: Any) -> Item | None:
-    """The Responses reasoning item sessiontree's own provider keeps whole in ``thinkingSignature``."""
-    if not isinstance(signature, str) or not signature.startswith("{"):
-        return None
-    try:
-        item = loads(signature)
-    except ValueError:
-        return None
-    return item if isinstance(item, dict) and item.get("type") == "reasoning" else None
-
-
-def _plain_assistant(message: dict[str, Any]) -> list[Item]:
-    if message.get("stopReason") in ("error", "aborted"):
-        return []  # a failed reply is not sent to any model (llm.transform)
-    items: list[Item] = []
-    for block in message.get("content") or []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            items.append({"role": "assistant", "content": block.get("text", "")})
-        elif kind == "thinking":
-            reasoning = _reasoning_item(block.get("thinkingSignature"))
-            if reasoning is not None:
-                items.append(reasoning)
-            elif (block.get("thinking") or "").strip():
-                # Reasoning from another model cannot be replayed as reasoning (as llm.transform does).
-                items.append({"role": "assistant", "content": block["thinking"]})
-        elif kind == "toolCall":
-            items.append({
-                "type": "function_call",
-                "call_id": str(block.get("id", "")).partition("|")[0],
-                "name": block.get("name", ""),
-                "arguments": dumps(block.get("arguments") or {}),
-            })  # fmt: skip
-    return items
-
-
-def default_items(message: dict[str, Any]) -> list[Item]:
-    """The plain conversion of a pi runtime message to items (what a message without residuals gives)."""
-    role = message.get("role")
-    if role == "assistant":
-        return _plain_assistant(message)
-    if role == "toolResult":
-        call_id = str(message.get("toolCallId", "")).partition("|")[0]
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": _plain_output(message.get("content")),
-            }
-        ]
-    if role == "custom" and message.get("customType") in _INSTRUCTION_TYPES:
-        role_name = _INSTRUCTION_TYPES[message["customType"]]
-        return [{"role": role_name, "content": _plain_content(message.get("content"))}]
-    converted = convert_message(message)
-    if converted is None:
-        return []
-    content = converted.get("content")
-    if (
-        role != "user"
-        and isinstance(content, list)
-        and len(content) == 1
-        and content[0].get("type") == "text"
-    ):
-        return [{"role": "user", "content": content[0].get("text", "")}]  # summaries, shell runs: one text
-    return [{"role": "user", "content": _plain_content(content)}]
-
-
-def message_items(message: dict[str, Any]) -> list[Item]:
-    """The items a stored pi runtime message stands for, sharing no list or object with it (strings aside);
-    raises ``Mismatch`` for residuals that do not fit."""
-    residuals = message.get(EXTRA_KEY)
-    if residuals is None:
-        return default_items(message)
-    return _restore(message, copy_json(residuals))
