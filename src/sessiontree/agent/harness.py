@@ -210,6 +210,23 @@ class AgentHarness(TreeOperations):
         self._parts.queues.follow_up_mode = mode
 
     @property
+    def compaction_settings(self) -> CompactionSettings:
+        return self._parts.compaction
+
+    def set_compaction_settings(self, settings: CompactionSettings) -> None:
+        """Compaction settings from the next check on (``enabled=False`` turns automatic compaction off)."""
+        self._parts.compaction = settings
+        self._parts.compactor.settings = settings
+
+    @property
+    def retry_settings(self) -> RetrySettings:
+        return self._parts.retry
+
+    def set_retry_settings(self, settings: RetrySettings) -> None:
+        """Retry settings from the next failed reply on (``enabled=False`` turns automatic retry off)."""
+        self._parts.retry = settings
+
+    @property
     def context_cache(self) -> ContextCache:
         """The incremental context behind the turn snapshots (its counters say how often it rebuilt)."""
         return self._parts.cache
@@ -301,6 +318,15 @@ class AgentHarness(TreeOperations):
     def next_turn(self, text: str, images: Sequence[dict[str, Any]] | None = None) -> Posted:
         """Queue a message sent before the user message of the next prompt (any phase)."""
         return self._queue(self._parts.queues.next_turn, text, images)
+
+    def clear_queues(self) -> AbortResult:
+        """Empty the steer, follow-up and next-turn queues without aborting; returns the steer (next-turn ones
+        after them) and follow-up messages removed. Announces ``queue_update`` at the next await."""
+        queues = self._parts.queues
+        steer, follow_up = queues.clear_interactive()
+        steer += MessageQueues.take(queues.next_turn, "all")
+        self._parts.bus.post(queues.event())
+        return AbortResult(steer, follow_up)
 
     # -- runs ------------------------------------------------------------------------------------------------
     async def prompt(self, text: str, *, images: Sequence[dict[str, Any]] | None = None) -> AgentMessage:

@@ -8,6 +8,7 @@ settings in line with the new path. ``AgentHarness`` inherits them; the work its
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from sessiontree.session.manager import SessionManager
@@ -102,7 +103,10 @@ class TreeOperations(PhaseGuard):
         path: str | None = await self._switch(clone_session)
         return path
 
-    async def new_session(self) -> str | None:
-        """pi's ``/new``: continue in a new, empty session file; returns its path (None in memory)."""
-        path: str | None = await self._switch(SessionManager.new_session)
+    async def new_session(self, parent_session: str | None = None) -> str | None:
+        """pi's ``/new``: continue in a new, empty session file (its header naming ``parent_session`` when
+        given); returns its path (None in memory)."""
+        path: str | None = await self._switch(
+            partial(SessionManager.new_session, parent_session=parent_session)
+        )
         return path
