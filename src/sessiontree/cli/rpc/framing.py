@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from typing import IO, Any
 
@@ -57,11 +58,14 @@ class Output:
 
 
 class LineReader:
-    """stdin's lines (decoded, CR-stripped) into an asyncio queue; ``None`` marks the end of input."""
+    """stdin's lines (decoded, CR-stripped) into an asyncio queue; ``None`` marks the end of input.
 
-    def __init__(self, stream: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
+    Reads the file descriptor itself (no buffered reader: a thread still blocked in one when the process
+    ends would hold its lock through the interpreter's shutdown)."""
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._stream = stream
+        self._fd = fd
         self._loop = loop
         self._thread = threading.Thread(target=self._read, name="rpc-stdin", daemon=True)
 
@@ -72,17 +76,24 @@ class LineReader:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
             self._loop.call_soon_threadsafe(self.queue.put_nowait, line)
 
+    def _line(self, raw: bytes) -> None:
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        self._put(raw.decode("utf-8", "replace"))
+
     def _read(self) -> None:
+        pending = b""
         try:
             while True:
-                raw = self._stream.readline()  # splits on b"\n" only
-                if not raw:
+                chunk = os.read(self._fd, 1 << 16)
+                if not chunk:
                     break
-                if raw.endswith(b"\n"):
-                    raw = raw[:-1]
-                if raw.endswith(b"\r"):
-                    raw = raw[:-1]
-                self._put(raw.decode("utf-8", "replace"))
-        except (OSError, ValueError):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")  # LF only
+                for raw in lines:
+                    self._line(raw)
+        except OSError:
             pass
+        if pending:
+            self._line(pending)
         self._put(None)

@@ -94,15 +94,14 @@ class _Server:
             await session.close()
 
 
-async def serve(
-    session: AgentSession, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None
-) -> int:
-    """Speak pi's RPC protocol until the input ends or a signal comes; returns the exit code."""
+async def serve(session: AgentSession, stdin: int | None = None, stdout: IO[bytes] | None = None) -> int:
+    """Speak pi's RPC protocol on the file descriptor ``stdin`` and ``stdout`` until the input ends or a
+    signal comes; returns the exit code."""
     loop = asyncio.get_running_loop()
     output = Output(stdout if stdout is not None else sys.stdout.buffer)
     server = _Server(session, output)
     session.subscribe(output)
-    reader = LineReader(stdin if stdin is not None else sys.stdin.buffer, loop)
+    reader = LineReader(stdin if stdin is not None else sys.stdin.fileno(), loop)
     for sig, code in _SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, server.signal, code)
