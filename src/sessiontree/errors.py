@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "AmbiguousReferenceError",
     "CorruptSessionError",
+    "ResourceError",
     "SessionError",
     "SessionLockedError",
     "SessionNotFoundError",
@@ -20,7 +21,7 @@ class SessionError(Exception):
 
     ``kind`` is a short machine-readable code (pi's harness codes: ``not_found``, ``invalid_session``,
     ``invalid_entry``, ``invalid_fork_target``, ``storage``, ``locked``, ``invalid_argument``, ``unknown``;
-    and sessiontree's own: ``ambiguous``, ``not_a_file``, ``not_a_session``, ``read_only``).
+    and sessiontree's own: ``ambiguous``, ``not_a_file``, ``not_a_session``, ``read_only``, ``invalid_resource``).
     """
 
     kind: str = "unknown"
@@ -57,6 +58,13 @@ class StorageError(SessionError):
     """An operating-system level failure while reading or writing a session."""
 
     kind = "storage"
+
+
+class ResourceError(SessionError):
+    """A prompt resource that cannot be used: a skill's or template's broken front matter, an unreadable or
+    oversized file, a damaged ``trust.json`` (``path`` and ``line`` say where)."""
+
+    kind = "invalid_resource"
 
 
 class AmbiguousReferenceError(SessionError):

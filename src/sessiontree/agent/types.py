@@ -81,7 +81,9 @@ class AgentTool:
     ``execution_mode="sequential"`` makes a whole round of tool calls run one by one when this tool is among
     them. ``repeatable`` declares the tool safe to run again when a crashed run is resumed (read-only tools);
     other tools get an "interrupted" result instead. ``prepare_arguments`` may rewrite raw arguments before
-    validation (pi's compatibility shim for older argument shapes).
+    validation (pi's compatibility shim for older argument shapes). ``prompt_snippet`` is the tool's one-line
+    entry in the system prompt's tool list (a tool without one is not listed) and ``prompt_guidelines`` its
+    bullets in the prompt's rules (pi's ``promptSnippet`` / ``promptGuidelines``; see ``agent.resources``).
     """
 
     name: str
@@ -92,6 +94,8 @@ class AgentTool:
     execution_mode: ToolExecution = "parallel"
     repeatable: bool = False
     prepare_arguments: Callable[[Any], Any] | None = None
+    prompt_snippet: str = ""
+    prompt_guidelines: tuple[str, ...] = ()
 
     def spec(self) -> Tool:
         """The model-layer tool definition (name, description, JSON schema)."""

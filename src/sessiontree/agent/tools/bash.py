@@ -57,6 +57,11 @@ DESCRIPTION = (
     "for a longer limit, or 0 to disable the timer."
 )
 
+SNIPPET = "Run a shell command in the working directory (ls, rg, find, git, tests, ...)"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ()
+"""Its bullets in the system prompt's rules."""
+
 
 class _Output:
     """The command's output: all of it in memory while small, else in a temporary file plus its end."""
@@ -263,4 +268,12 @@ def bash_tool(ws: Workspace) -> AgentTool:
             raise ValueError("Invalid timeout: must be a finite number of seconds, or 0 to disable the timer")
         return await _run(ws, args["command"], seconds, signal, on_update)
 
-    return AgentTool("bash", DESCRIPTION, SCHEMA, execute, label="bash")
+    return AgentTool(
+        "bash",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="bash",
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )

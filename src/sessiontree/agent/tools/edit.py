@@ -52,6 +52,14 @@ DESCRIPTION = (
     "merge them into one edit instead of emitting overlapping edits."
 )
 
+SNIPPET = "Replace exact pieces of text in a file, several separate pieces per call"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = (
+    "Keep changes targeted with edit, and make all the changes to one file in a single call.",
+    "Every edits[].oldText must occur exactly once in the file as it is now; keep each one short and never let two of them overlap.",
+)
+"""Its bullets in the system prompt's rules."""
+
 
 def prepare_edit_arguments(raw: Any) -> Any:
     """Accept the older ``oldText``/``newText`` shape (and ``edits`` sent as a JSON string)."""
@@ -144,5 +152,12 @@ def edit_tool(ws: Workspace) -> AgentTool:
         return await in_thread(_edit, ws, args["path"], list(args["edits"]), signal=signal, mutates=True)
 
     return AgentTool(
-        "edit", DESCRIPTION, SCHEMA, execute, label="edit", prepare_arguments=prepare_edit_arguments
+        "edit",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="edit",
+        prepare_arguments=prepare_edit_arguments,
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
     )

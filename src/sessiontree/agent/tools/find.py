@@ -36,6 +36,11 @@ DESCRIPTION = (
     "(whichever is hit first)."
 )
 
+SNIPPET = "Find files by glob pattern (files ignored by .gitignore are skipped)"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ()
+"""Its bullets in the system prompt's rules."""
+
 
 def _find(ws: Workspace, pattern: str, path: str, limit: int, signal: AbortSignal | None) -> ToolResult:
     root = ws.resolve(path)
@@ -69,4 +74,13 @@ def find_tool(ws: Workspace) -> AgentTool:
             _find, ws, args["pattern"], args.get("path") or ".", limit, signal, signal=signal
         )
 
-    return AgentTool("find", DESCRIPTION, SCHEMA, execute, label="find", repeatable=True)
+    return AgentTool(
+        "find",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="find",
+        repeatable=True,
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )

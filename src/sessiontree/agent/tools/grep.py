@@ -49,6 +49,11 @@ DESCRIPTION = (
     f"is hit first). Long lines are truncated to {GREP_MAX_LINE_LENGTH} chars."
 )
 
+SNIPPET = "Search file contents for a pattern (files ignored by .gitignore are skipped)"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ()
+"""Its bullets in the system prompt's rules."""
+
 
 def _text_lines(path: Path) -> list[str] | None:
     try:
@@ -132,4 +137,13 @@ def grep_tool(ws: Workspace) -> AgentTool:
     ) -> ToolResult:
         return await in_thread(_grep, ws, args, signal, signal=signal)
 
-    return AgentTool("grep", DESCRIPTION, SCHEMA, execute, label="grep", repeatable=True)
+    return AgentTool(
+        "grep",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="grep",
+        repeatable=True,
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )

@@ -31,6 +31,11 @@ DESCRIPTION = (
     "(whichever is hit first)."
 )
 
+SNIPPET = "List what a directory holds"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ()
+"""Its bullets in the system prompt's rules."""
+
 
 def limited(
     lines: list[str],
@@ -83,4 +88,13 @@ def ls_tool(ws: Workspace) -> AgentTool:
         limit = int(args.get("limit") or DEFAULT_LIMIT)
         return await in_thread(_ls, ws, args.get("path") or ".", max(1, limit), signal=signal)
 
-    return AgentTool("ls", DESCRIPTION, SCHEMA, execute, label="ls", repeatable=True)
+    return AgentTool(
+        "ls",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="ls",
+        repeatable=True,
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )

@@ -41,6 +41,11 @@ DESCRIPTION = (
     "the full file, continue with offset until complete."
 )
 
+SNIPPET = "Show a text file's lines or an image"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ("Look at files with read, not with cat or sed in bash.",)
+"""Its bullets in the system prompt's rules."""
+
 
 def _image_type(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
@@ -120,4 +125,13 @@ def read_tool(ws: Workspace) -> AgentTool:
             signal=signal,
         )
 
-    return AgentTool("read", DESCRIPTION, SCHEMA, execute, label="read", repeatable=True)
+    return AgentTool(
+        "read",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="read",
+        repeatable=True,
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )

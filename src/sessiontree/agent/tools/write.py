@@ -27,6 +27,11 @@ DESCRIPTION = (
     "creates parent directories."
 )
 
+SNIPPET = "Create a file, or replace everything in one"
+"""The one-liner of the system prompt's tool list."""
+GUIDELINES: tuple[str, ...] = ("Use write for new files and complete rewrites only.",)
+"""Its bullets in the system prompt's rules."""
+
 
 def _write(ws: Workspace, path: str, content: str) -> ToolResult:
     absolute = ws.resolve(path)
@@ -46,4 +51,12 @@ def write_tool(ws: Workspace) -> AgentTool:
     ) -> ToolResult:
         return await in_thread(_write, ws, args["path"], args["content"], signal=signal, mutates=True)
 
-    return AgentTool("write", DESCRIPTION, SCHEMA, execute, label="write")
+    return AgentTool(
+        "write",
+        DESCRIPTION,
+        SCHEMA,
+        execute,
+        label="write",
+        prompt_snippet=SNIPPET,
+        prompt_guidelines=GUIDELINES,
+    )
