@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import EXIT_USAGE, fail, flag, handled
+from ._common import EXIT_USAGE, fail, flag, handled, warn
 from .agent_options import (
     AgentArgs,
     AppendPromptOpt,
@@ -89,6 +89,8 @@ def run_cmd(
     cwd = Path.cwd()
     with handled():
         config = load_config(args.host_options(cwd))
+        for problem in config.resources.diagnostics():
+            warn(problem)
         run_input = build_input(prompt or [], cwd)
         if not run_input.prompts:
             fail("no prompt: give PROMPT or @FILE, or pipe it on stdin", EXIT_USAGE)

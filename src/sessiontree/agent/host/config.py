@@ -95,7 +95,9 @@ def load_config(
         spec=options.session,
         tools=tools,
         active_tools=active,
-        resources=load_prompt_resources(options.cwd, options.resources),
+        resources=load_prompt_resources(
+            options.cwd, options.resources, [t for t in tools if t.name in active]
+        ),
         base_url=options.base_url or settings.base_url,
         model_named=bool(options.model or options.provider),
         thinking_named=bool(options.thinking) or ":" in (options.model or ""),

@@ -1,5 +1,6 @@
-"""Where an agent session's instructions come from: the system prompt for the tools in use, the expansion of
-``/skill:name`` and ``/template`` prompts, and the commands a client may list (pi's ``get_commands``).
+"""Where an agent session's instructions come from (``agent.resources``, pi 1.6's rules): the system prompt
+for the tools in use, the expansion of ``/skill:name`` and ``/template`` prompts, the commands a client may
+list (pi's ``get_commands``) and what loading them had to say.
 
 ``load_prompt_resources`` is the one place that reads them; the agent session asks only this module.
 """
@@ -7,10 +8,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..resources import Resources, load_resources
+from ..resources.tool_prompts import tool_prompts
 from ..types import AgentTool
 
 __all__ = ["PromptResources", "ResourceOptions", "load_prompt_resources"]
@@ -18,14 +21,14 @@ __all__ = ["PromptResources", "ResourceOptions", "load_prompt_resources"]
 
 @dataclass(frozen=True, slots=True)
 class ResourceOptions:
-    """The command line's say about resources: ``--system-prompt``, ``--append-system-prompt`` (repeatable),
-    ``--no-context-files``, ``--approve`` / ``--no-approve`` (None: pi's trust rules decide)."""
+    """The command line's say about resources: ``--system-prompt``, ``--append-system-prompt`` (repeatable;
+    given, it replaces APPEND_SYSTEM.md), ``--no-context-files``, ``--approve`` / ``--no-approve`` (None:
+    pi's trust rules decide, and in a run without a terminal nobody can be asked: untrusted)."""
 
     system_prompt: str | None = None
     append_system_prompt: tuple[str, ...] = ()
     no_context_files: bool = False
     approve: bool | None = None
-    interactive: bool = False
 
 
 class PromptResources(Protocol):
@@ -37,44 +40,47 @@ class PromptResources(Protocol):
 
     def commands(self) -> list[dict[str, Any]]: ...
 
+    def diagnostics(self) -> list[str]: ...
 
-@dataclass(slots=True)
-class _Builtin:
-    """A fixed prompt for the working directory, and no skills or templates."""
 
-    cwd: Path
-    options: ResourceOptions = field(default_factory=ResourceOptions)
+class _Loaded:
+    """``agent.resources.Resources`` with the prompt rebuilt for the tools active at each request."""
+
+    def __init__(self, resources: Resources) -> None:
+        self.resources = resources
+        self._prompts: dict[tuple[str, ...], str] = {}
 
     def system_prompt(self, active_tools: Sequence[AgentTool]) -> str:
-        custom = _text_or_file(self.options.system_prompt)
-        prompt = custom or (
-            "You are an expert coding assistant. You help with software work in the directory "
-            f"{self.cwd}: read files, search, run commands, edit and write files with the tools you have. "
-            "Keep answers short and concrete, and show file paths clearly."
-        )
-        extra = "\n\n".join(_text_or_file(t) for t in self.options.append_system_prompt)
-        return f"{prompt}\n\n{extra}" if extra else prompt
+        names = tuple(t.name for t in active_tools)
+        prompt = self._prompts.get(names)
+        if prompt is None:
+            prompt = replace(self.resources, tools=tool_prompts(list(active_tools))).system_prompt()
+            self._prompts[names] = prompt
+        return prompt
 
     def expand(self, text: str) -> str:
-        return text
+        return self.resources.expand(text)
 
     def commands(self) -> list[dict[str, Any]]:
-        return []
+        return [command.to_dict() for command in self.resources.commands()]
+
+    def diagnostics(self) -> list[str]:
+        return [str(d) for d in self.resources.diagnostics]
 
 
-def _text_or_file(value: str | None) -> str:
-    """pi's rule for ``--system-prompt X``: an existing file's content, else ``X`` itself."""
-    if not value:
-        return ""
-    path = Path(value).expanduser()
-    try:
-        if path.is_file():
-            return path.read_text("utf-8").removeprefix("\ufeff")
-    except OSError:
-        pass
-    return value
-
-
-def load_prompt_resources(cwd: Path, options: ResourceOptions | None = None) -> PromptResources:
-    """The resources of ``cwd`` as the options select them."""
-    return _Builtin(cwd, options or ResourceOptions())
+def load_prompt_resources(
+    cwd: Path, options: ResourceOptions | None = None, tools: Sequence[AgentTool] | None = None
+) -> PromptResources:
+    """The resources of ``cwd`` (context files, SYSTEM.md / APPEND_SYSTEM.md, skills, templates, trust) as
+    the options select them; ``tools`` are the active ones at start."""
+    chosen = options or ResourceOptions()
+    resources = load_resources(
+        cwd,
+        no_context_files=chosen.no_context_files,
+        approve=chosen.approve is True,
+        no_approve=chosen.approve is False,
+        system_prompt=chosen.system_prompt,
+        append_system_prompt=list(chosen.append_system_prompt) or None,
+        tools=list(tools) if tools is not None else None,
+    )
+    return _Loaded(resources)

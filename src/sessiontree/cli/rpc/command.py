@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from .._common import EXIT_USAGE, fail, handled
+from .._common import EXIT_USAGE, fail, handled, warn
 from ..agent_options import (
     AgentArgs,
     AppendPromptOpt,
@@ -80,6 +80,8 @@ def rpc_cmd(
     )  # fmt: skip
     with handled():
         config = load_config(args.host_options(Path.cwd()))
+        for problem in config.resources.diagnostics():
+            warn(problem)  # stderr: stdout carries protocol lines only
         agent = AgentSession(config, config.open_session())
         if name is not None and name.strip():
             agent.session.append_session_info(name.strip())
