@@ -229,11 +229,17 @@ def test_every_command_answers_with_pi_s_data(rpc: RpcProcess, tmp_path: Path) -
     assert rpc.ok({"type": "clone"}) == {"cancelled": False}
     assert rpc.ok({"type": "get_state"})["sessionFile"] != fork_file
     assert rpc.ok({"type": "new_session", "parentSession": first_file}) == {"cancelled": False}
-    assert rpc.ok({"type": "get_state"})["messageCount"] == 0
+    fresh = rpc.ok({"type": "get_state"})
+    assert fresh["messageCount"] == 0
+    assert not Path(fresh["sessionFile"]).exists()  # written with its first entry, as pi does
+    rpc.ok({"type": "set_model", "provider": "loop", "modelId": "m2"})
+    assert file_entries(fresh["sessionFile"])[0]["parentSession"] == first_file
+    rpc.ok({"type": "set_thinking_level", "level": "low"})
     assert rpc.ok({"type": "switch_session", "sessionPath": first_file}) == {"cancelled": False}
     back = rpc.ok({"type": "get_state"})
     assert (back["sessionFile"], back["sessionName"]) == (first_file, "my session")
-    assert back["model"]["id"] == "m1"
+    assert (back["model"]["id"], back["thinkingLevel"]) == ("m1", "off")  # the file's, not the last ones
+    assert rpc.ok({"type": "switch_session", "sessionPath": first_file}) == {"cancelled": False}  # itself
     assert rpc.close() == 0
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +229,26 @@ def test_the_model_and_settings_as_pi_finds_them(tmp_path: Path, work: Path) -> 
         bodies = [r.body for r in server.requests]
     assert [b["model"] for b in bodies] == ["m2", "m1", "m2"]
     assert "reasoning_effort" not in bodies[0] and bodies[2].get("reasoning_effort") == "high"
+
+
+def test_sigterm_aborts_the_run_writes_the_session_and_exits_143(
+    server: FakeServer, tmp_path: Path, work: Path
+) -> None:
+    args = [sys.executable, "-m", "sessiontree", "run", "--mode", "json", *server_args(server), "long"]
+    proc = subprocess.Popen(
+        args, env=agent_env(tmp_path), cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # until the tool (sleep 30) runs
+            if json.loads(line)["type"] == "tool_execution_start":
+                break
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    [file] = session_files(tmp_path)
+    messages = [e["message"] for e in entries(file) if e["type"] == "message"]
+    assert messages[-1]["role"] == "assistant" and messages[-1]["stopReason"] == "aborted"
+    assert messages[-2]["role"] == "toolResult" and messages[-2]["isError"]

@@ -18,7 +18,7 @@ from sessiontree.session.manager import SessionManager
 
 from ...errors import SessionError
 from ...llm.models import ENV_API_KEYS
-from ...llm.types import AbortSignal, Model, ThinkingLevel
+from ...llm.types import AbortSignal, ThinkingLevel
 from ..harness import AgentHarness
 from ..types import HarnessError
 from .config import HostConfig, build_harness, session_model
@@ -54,16 +54,19 @@ class AgentSession:
         self.harness = self._open(manager)
 
     # -- the harness ---------------------------------------------------------------------------------------
-    def _open(self, manager: SessionManager, model: Model | None = None) -> AgentHarness:
-        """A harness on ``manager``: the session's own model and thinking level when it records ones that
-        can be used and the command line named none, else ``model`` or the chosen one; the level clamped."""
+    def _open(self, manager: SessionManager, *, switching: bool = False) -> AgentHarness:
+        """A harness on ``manager``: the model and thinking level the session records, when it records ones
+        that can be used (at start only if the command line named none); else the chosen ones (at start) or
+        the current ones (when switching); the level clamped to the model's."""
         config = self.config
-        recorded = session_model(config, manager)
-        use = recorded or model or config.choice.model
-        if recorded is not None or model is not None:
-            self.api_key = model_api_key(use, config.registry)
-        level: ThinkingLevel = config.choice.thinking_level
-        if not config.thinking_named and manager.get_leaf_id() is not None:
+        recorded = session_model(config, manager, restore=switching)
+        current = self.harness if switching else None
+        if recorded is not None:
+            use, self.api_key = recorded, model_api_key(recorded, config.registry)
+        else:
+            use = current.model if current is not None else config.choice.model
+        level: ThinkingLevel = current.thinking_level if current is not None else config.choice.thinking_level
+        if (switching or not config.thinking_named) and manager.get_leaf_id() is not None:
             level = manager.build_session_context().thinking_level or level  # type: ignore[assignment]
         self.summarizer = FollowingSummarizer(use, self.api_key)
         harness = build_harness(
@@ -206,11 +209,18 @@ class AgentSession:
         """Continue in the session file ``path``: its context, name, model and thinking level."""
         self._refuse_while_running("switch sessions")
         target = Path(path).expanduser()
-        manager = SessionManager.open(target if target.is_absolute() else self.cwd / target)
+        target = (target if target.is_absolute() else self.cwd / target).absolute()
         old = self.harness
-        await old.shutdown()
-        old.session.close()
-        self.harness = self._open(manager, old.model)
+        current = old.session.get_session_file()
+        if current is not None and Path(current).absolute() == target:  # the same file: let go of it first
+            await old.shutdown()
+            old.session.close()
+            manager = SessionManager.open(target)
+        else:
+            manager = SessionManager.open(target)
+            await old.shutdown()
+            old.session.close()
+        self.harness = self._open(manager, switching=True)
         return {"cancelled": False}
 
     async def fork(self, entry_id: str) -> dict[str, Any]:

@@ -104,10 +104,10 @@ def load_config(
     )
 
 
-def session_model(config: HostConfig, manager: SessionManager) -> Model | None:
-    """The model an opened session last used, when it is known and usable here (and nothing else was asked
-    for: no ``--model``, no ``--base-url``); else None."""
-    if config.model_named or config.base_url:
+def session_model(config: HostConfig, manager: SessionManager, *, restore: bool = False) -> Model | None:
+    """The model an opened session last used, when it is known and usable here and, unless ``restore``
+    (switching sessions), the command line asked for none (no ``--model``, no ``--base-url``); else None."""
+    if not restore and (config.model_named or config.base_url):
         return None
     recorded = manager.build_session_context().model or {}
     model = config.registry.get(str(recorded.get("provider")), str(recorded.get("modelId")))

@@ -8,6 +8,7 @@ response with the command's name and id.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,9 +87,10 @@ async def _prompt(session: AgentSession, command: Command, reply: Reply) -> Any:
     try:
         await session.prompt(message, images, behavior, on_accept)
     except Exception as error:
-        if accepted:
-            raise
-        reply(failure(command.get("id"), "prompt", str(error)))
+        if not accepted:
+            reply(failure(command.get("id"), "prompt", str(error)))
+        else:  # answered already; the run's own events told the client how it ended
+            sys.stderr.write(f"prompt failed after it was accepted: {error}\n")
     return ANSWERED
 
 
