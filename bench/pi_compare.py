@@ -6,8 +6,9 @@
 swaps every round), ``--repeats`` times each:
 
 * sessiontree: ``bench/pi_compare_probe.py FILE``: import sessiontree, ``SessionManager.open(read_only=True)``,
-  ``build_session_context()``, then the floor (read the file, split it on ``\\n``, in Python);
-* pi 1.6.0: ``node session-bench.mjs FILE 1``: ``SessionManager.open(FILE)``, ``buildSessionContext()``.
+  ``build_session_context()``;
+* pi 1.6.0: ``node session-bench.mjs FILE 1``: ``SessionManager.open(FILE)``, ``buildSessionContext()``;
+* the floor, in this process: read the file and split it on ``\\n`` (Python).
 
 Every figure is a median, and every process is timed whole too (wall and CPU, from its start to its exit).
 The interpreters alone (``python -c pass``, ``python -c "import sessiontree"``, ``node -e 0``) are timed the
@@ -17,6 +18,7 @@ same way. pi's column is left out, with the reason, when node or npm is missing 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -38,7 +40,7 @@ from bench.generate import DATA_DIR, ensure_session
 from bench.pi_js import PI_VERSION, PiJs, prepare
 from bench.run import _package_version, _revision, _seconds, _size_label
 
-__all__ = ["Baselines", "SizeResult", "main", "measure_size", "render_table"]
+__all__ = ["Baselines", "SizeResult", "baseline_round", "main", "measure_size", "render_table"]
 
 DEFAULT_SIZES = (10_000, 100_000, 300_000)
 PROBE = Path(__file__).resolve().parent / "pi_compare_probe.py"
@@ -89,6 +91,7 @@ class SizeResult:
     main_path: int
     sessiontree: list[Run] = field(default_factory=list)
     pi: list[Run] = field(default_factory=list)
+    floor_s: list[float] = field(default_factory=list)
 
     def st(self, key: str) -> float:
         """The median of one of the probe's figures (seconds)."""
@@ -116,6 +119,7 @@ class SizeResult:
             "entries": self.entries,
             "file_bytes": self.file_bytes,
             "main_path": self.main_path,
+            "floor_s": self.floor_s,
             "sessiontree": [
                 {**r.output, "process_s": r.wall_s, "process_cpu_s": r.cpu_s} for r in self.sessiontree
             ],
@@ -125,7 +129,7 @@ class SizeResult:
 
 @dataclass
 class Baselines:
-    """The interpreters alone, and with sessiontree imported: fresh processes, ``--repeats`` each."""
+    """The interpreters alone, and with sessiontree imported: one fresh process of each per round."""
 
     python_bare: list[Run] = field(default_factory=list)
     python_import: list[Run] = field(default_factory=list)
@@ -147,10 +151,41 @@ def _pi_env(agent_dir: Path) -> dict[str, str]:
     return {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir)}
 
 
+def floor(path: Path) -> float:
+    """Read the whole file and split it on ``\\n``: the least any reader of the format does."""
+    gc.collect()
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    elapsed = time.perf_counter() - start
+    del lines, data
+    return elapsed
+
+
+def baseline_round(base: Baselines, pi: PiJs | None) -> None:
+    """One sample of each interpreter alone (and of ``import sessiontree``), added to ``base``."""
+    base.python_bare.append(run_process([sys.executable, "-c", "pass"], parse=False))
+    base.python_import.append(run_process([sys.executable, "-c", "import sessiontree"], parse=False))
+    if pi is not None:
+        base.node_bare.append(run_process([pi.node, "-e", "0"], parse=False))
+
+
 def measure_size(
-    path: Path, entries: int, main_path: int, *, repeats: int, pi: PiJs | None, agent_dir: Path
+    path: Path,
+    entries: int,
+    main_path: int,
+    *,
+    repeats: int,
+    pi: PiJs | None,
+    agent_dir: Path,
+    base: Baselines,
 ) -> SizeResult:
-    """Alternating fresh processes, ``repeats`` per side; the side that goes first swaps every round."""
+    """Alternating fresh processes, ``repeats`` per side; the side that goes first swaps every round.
+
+    Each round also takes one floor sample (in this process) and one start-up sample of each interpreter
+    into ``base``, so that those are spread over the same stretch of time as the rest.
+    """
     result = SizeResult(entries=entries, file_bytes=path.stat().st_size, main_path=main_path)
     with open(path, "rb") as f:  # into the page cache: every process below reads from memory
         while f.read(1 << 24):
@@ -158,23 +193,15 @@ def measure_size(
     st_argv = [sys.executable, str(PROBE), str(path)]
     pi_argv = [pi.node, str(pi.session_bench), str(path), "1"] if pi is not None else None
     for run in range(repeats):
+        result.floor_s.append(floor(path))
         order = ("sessiontree", "pi") if run % 2 == 0 else ("pi", "sessiontree")
         for side in order:
             if side == "sessiontree":
                 result.sessiontree.append(run_process(st_argv))
             elif pi_argv is not None:
                 result.pi.append(run_process(pi_argv, _pi_env(agent_dir)))
+        baseline_round(base, pi)
     return result
-
-
-def measure_baselines(repeats: int, pi: PiJs | None) -> Baselines:
-    out = Baselines()
-    for _ in range(repeats):
-        out.python_bare.append(run_process([sys.executable, "-c", "pass"], parse=False))
-        out.python_import.append(run_process([sys.executable, "-c", "import sessiontree"], parse=False))
-        if pi is not None:
-            out.node_bare.append(run_process([pi.node, "-e", "0"], parse=False))
-    return out
 
 
 def _ratio(a: float, b: float) -> str:
@@ -189,28 +216,24 @@ def _rows(results: Sequence[SizeResult], with_pi: bool) -> list[tuple[str, list[
         ("file size", cells(lambda r: f"{r.file_bytes / 1e6:.1f} MB")),
         ("entries on the leaf path", cells(lambda r: f"{r.main_path:,}")),
         ("context messages: sessiontree", cells(lambda r: r.messages("sessiontree"))),
-        ("floor: read bytes + split lines (Python)", cells(lambda r: _seconds(r.st("floor_s")))),
+        ("floor: read bytes + split lines (Python)", cells(lambda r: _seconds(_median(r.floor_s)))),
         ("sessiontree: open (read-only)", cells(lambda r: _seconds(r.st("open_s")))),
         ("sessiontree: build context", cells(lambda r: _seconds(r.st("context_s")))),
         ("sessiontree: open + context", cells(lambda r: _seconds(r.st("open_context_s")))),
         (
             "  sessiontree ÷ floor, open + context",
-            cells(lambda r: _ratio(r.st("open_context_s"), r.st("floor_s"))),
+            cells(lambda r: _ratio(r.st("open_context_s"), _median(r.floor_s))),
         ),
     ]
     if with_pi:
         rows += [
             (f"context messages: pi {PI_VERSION}", cells(lambda r: r.messages("pi"))),
             (f"pi {PI_VERSION}: SessionManager.open", cells(lambda r: _seconds(r.pi_phase("open_s")))),
-            (
-                "  loadEntriesFromFile alone (timed after)",
-                cells(lambda r: _seconds(r.pi_phase("load_entries_s"))),
-            ),
             (f"pi {PI_VERSION}: buildSessionContext", cells(lambda r: _seconds(r.pi_phase("context_s")))),
             (f"pi {PI_VERSION}: open + context", cells(lambda r: _seconds(r.pi_phase("open_context_s")))),
             (
                 "  pi ÷ floor, open + context",
-                cells(lambda r: _ratio(r.pi_phase("open_context_s"), r.st("floor_s"))),
+                cells(lambda r: _ratio(r.pi_phase("open_context_s"), _median(r.floor_s))),
             ),
             (
                 "pi ÷ sessiontree, open + context",
@@ -354,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="use the bundle as it is; never run build.sh")
     parser.add_argument("--no-pi", action="store_true", help="measure sessiontree only")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    parser.add_argument("--output", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -369,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pi {PI_VERSION} not measured: {skipped}", file=sys.stderr, flush=True)
     _compile_package()
     results: list[SizeResult] = []
+    base = Baselines()
     with tempfile.TemporaryDirectory(prefix="pi-agent-dir-") as agent_dir:
         for size in sizes:
             print(
@@ -390,18 +415,23 @@ def main(argv: list[str] | None = None) -> int:
                     repeats=args.repeats,
                     pi=pi,
                     agent_dir=Path(agent_dir),
+                    base=base,
                 )
             )
-    base = measure_baselines(args.repeats, pi)
+    header = _header(args.repeats, pi)
+    data = {
+        "header": header,
+        "sizes": [r.to_dict() for r in results],
+        "baselines": base.to_dict(),
+        "pi_skipped": skipped,
+    }
+    if args.output is not None:
+        args.output.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
     if args.json:
-        json.dump(
-            {"sizes": [r.to_dict() for r in results], "baselines": base.to_dict(), "pi_skipped": skipped},
-            sys.stdout,
-            indent=1,
-        )
+        json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(render_table(results, base, _header(args.repeats, pi), skipped))
+        print(render_table(results, base, header, skipped))
     return 0
 
 

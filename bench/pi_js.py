@@ -55,9 +55,11 @@ def prepare(directory: Path | None = None, *, build: bool = True) -> PiJs | str:
         return f"{node} does not run ({exc}), so pi 1.6.0 is not measured"
     if int(version.split(".")[0]) < MIN_NODE:
         return f"node {version} is too old (pi's session manager needs node {MIN_NODE}+), so pi 1.6.0 is not measured"
-    if build:
-        if shutil.which("npm") is None and not (directory / "session-bench.mjs").is_file():
+    if build and shutil.which("npm") is None:  # an existing bundle is still usable; none can be made
+        if not (directory / "session-bench.mjs").is_file():
             return f"npm is not installed, so pi 1.6.0 cannot be installed and is not measured ({_HINT})"
+        build = False
+    if build:
         env = {**os.environ, "SESSIONTREE_PI_JS_DIR": str(directory)}
         done = subprocess.run(
             ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, timeout=1800

@@ -7,18 +7,16 @@ otherwise; the test never installs anything). The tables' shape is checked, neve
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.pi_js_bundle import PiJs, pi_js_or_skip, prepare
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-try:
-    from bench.pi_js import PiJs, prepare
-finally:
-    sys.path.remove(str(REPO))
 
 SESSIONTREE_ROWS = (
     "file size",
@@ -38,7 +36,6 @@ SESSIONTREE_ROWS = (
 PI_ROWS = (
     "context messages: pi 1.6.0",
     "pi 1.6.0: SessionManager.open",
-    "loadEntriesFromFile alone",
     "pi 1.6.0: buildSessionContext",
     "pi 1.6.0: open + context",
     "pi ÷ floor, open + context",
@@ -92,15 +89,8 @@ def test_without_node_the_pi_column_is_left_out_with_the_reason(tmp_path: Path) 
     assert _row(done.stdout, "context messages: sessiontree").split()[-1] != "-"
 
 
-def _bundle() -> PiJs:
-    found = prepare(build=False)
-    if isinstance(found, str):
-        pytest.skip(found)
-    return found
-
-
 def test_side_by_side_run_prints_every_row_and_both_sides_agree(tmp_path: Path) -> None:
-    pi = _bundle()
+    pi = pi_js_or_skip()
     done = _compare(tmp_path, "--no-build", "--pi-dir", str(pi.directory))
     assert done.returncode == 0, done.stderr
     for label in SESSIONTREE_ROWS + PI_ROWS:
@@ -115,7 +105,7 @@ def test_side_by_side_run_prints_every_row_and_both_sides_agree(tmp_path: Path) 
 
 
 def test_pi_bench_refuses_a_file_pi_would_rewrite(tmp_path: Path) -> None:
-    pi = _bundle()
+    pi = pi_js_or_skip()
     old = tmp_path / "v2.jsonl"
     old.write_text(
         '{"type":"session","version":2,"id":"a","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}\n'
@@ -132,3 +122,42 @@ def test_pi_bench_refuses_a_file_pi_would_rewrite(tmp_path: Path) -> None:
         assert done.returncode == 2
         assert why in done.stderr and str(path) in done.stderr
         assert path.read_bytes() == before
+
+
+def test_require_flag_turns_a_missing_bundle_into_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONTREE_PI_JS_DIR", str(tmp_path / "never-built"))
+    monkeypatch.delenv("SESSIONTREE_REQUIRE_PI_JS", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        pi_js_or_skip()
+    monkeypatch.setenv("SESSIONTREE_REQUIRE_PI_JS", "1")
+    with pytest.raises(pytest.fail.Exception, match="SESSIONTREE_REQUIRE_PI_JS=1 but"):
+        pi_js_or_skip()
+
+
+def test_an_unreachable_registry_gives_the_reason_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("needs node and npm to run build.sh")
+    monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")  # nothing listens there
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
+    found = prepare(tmp_path / "pi-js", build=True)
+    assert isinstance(found, str)
+    assert "building pi 1.6.0's bundle failed" in found
+    assert "is the npm registry reachable" in found
+    assert not (tmp_path / "pi-js" / "session-bench.mjs").exists()
+
+
+def test_without_npm_an_existing_bundle_is_used_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pi = pi_js_or_skip()
+    only_node = tmp_path / "bin"
+    only_node.mkdir()
+    (only_node / "node").symlink_to(pi.node)
+    monkeypatch.setenv("PATH", str(only_node))
+    found = prepare(pi.directory, build=True)
+    assert isinstance(found, PiJs) and found.session_bench == pi.session_bench
+    assert isinstance(prepare(tmp_path / "never-built", build=True), str)

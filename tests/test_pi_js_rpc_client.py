@@ -12,14 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-try:
-    from bench.pi_js import prepare
-finally:
-    sys.path.remove(str(REPO))
+from tests.pi_js_bundle import pi_js_or_skip
 
 AGENT = r"""
 import json, signal, sys
@@ -56,9 +49,7 @@ console.log(JSON.stringify({ pi: PI_VERSION, state, events }));
 
 
 def _run(tmp_path: Path, drop: str) -> tuple[dict[str, object], list[dict[str, object]]]:
-    found = prepare(build=False)
-    if isinstance(found, str):
-        pytest.skip(found)
+    found = pi_js_or_skip()
     agent, client, log = tmp_path / "agent.py", tmp_path / "client.mjs", tmp_path / "agent.log"
     agent.write_text(AGENT)
     client.write_text(CLIENT)

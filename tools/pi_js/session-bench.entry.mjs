@@ -1,15 +1,16 @@
 // Time pi 1.6.0's own SessionManager on a session file: what pi does when it resumes a session
 // (`pi --session FILE`): SessionManager.open(FILE), then sessionManager.buildSessionContext().
 //
-//   node session-bench.mjs FILE [REPEATS]    prints one JSON object (seconds; medians over REPEATS)
-//   node session-bench.mjs --check           loads the bundle and prints pi's version
+//   node session-bench.mjs FILE [REPEATS] [--load-entries]   prints one JSON object (seconds; medians)
+//   node session-bench.mjs --check                          loads the bundle and prints pi's version
 //
-// Phases per repeat, in this order: open (SessionManager.open: the header scan, loadEntriesFromFile's
-// read + JSON.parse of every line, migration check, the id/label index), context (buildSessionContext at
-// the leaf), then load_entries (loadEntriesFromFile alone, measured after the others so that the first
-// open in a fresh process is as cold as pi's). startup_s is the time from node's start to the first line of
-// this program: node itself plus evaluating the bundle. open_context_cpu_s is the CPU time of open + context
-// (user + system, all of the process's threads). The whole process time is the caller's to measure.
+// Phases per repeat: open (SessionManager.open: the header scan, loadEntriesFromFile's read + JSON.parse
+// of every line, the migration check, the id/label index), then context (buildSessionContext at the leaf).
+// With --load-entries, loadEntriesFromFile alone is timed too, after the others (so that the first open in
+// a fresh process is as cold as pi's). startup_s is the time from node's start to the first line of this
+// program: node itself plus evaluating the bundle. open_context_cpu_s is the CPU time of open + context
+// (user + system, all of the process's threads). The whole process time is the caller's to measure: without
+// --load-entries the process does nothing else.
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { CURRENT_SESSION_VERSION, loadEntriesFromFile, SessionManager } from "pi-dist/core/session-manager.js";
 import { VERSION } from "pi-dist/config.js";
@@ -69,14 +70,17 @@ function main(argv) {
         process.stdout.write(`${JSON.stringify({ pi: VERSION, node: process.versions.node })}\n`);
         return;
     }
-    if (argv.length < 1 || argv.length > 2 || argv[0].startsWith("-")) {
-        fail("usage: node session-bench.mjs FILE [REPEATS]   (or --check)");
+    const loadEntries = argv.includes("--load-entries");
+    const positional = argv.filter((arg) => arg !== "--load-entries");
+    if (positional.length < 1 || positional.length > 2 || positional.some((arg) => arg.startsWith("-"))) {
+        fail("usage: node session-bench.mjs FILE [REPEATS] [--load-entries]   (or --check)");
     }
-    const path = argv[0];
-    const repeats = argv.length > 1 ? Number(argv[1]) : 1;
-    if (!Number.isInteger(repeats) || repeats < 1) fail(`REPEATS must be a positive integer, not ${argv[1]}`);
+    const path = positional[0];
+    const repeats = positional.length > 1 ? Number(positional[1]) : 1;
+    if (!Number.isInteger(repeats) || repeats < 1) fail(`REPEATS must be a positive integer, not ${positional[1]}`);
     checkUntouched(path);
-    const samples = { open_s: [], context_s: [], open_context_s: [], load_entries_s: [], open_context_cpu_s: [] };
+    const samples = { open_s: [], context_s: [], open_context_s: [], open_context_cpu_s: [] };
+    if (loadEntries) samples.load_entries_s = [];
     let entries = 0;
     let messages = 0;
     let leafId = null;
@@ -88,13 +92,15 @@ function main(argv) {
         const context = manager.buildSessionContext();
         const t2 = performance.now();
         const cpu = process.cpuUsage(c0);
-        const loaded = loadEntriesFromFile(path);
-        const t3 = performance.now();
-        if (loaded.length !== manager.getEntries().length + 1) fail(`${path}: open and loadEntriesFromFile disagree`, 1);
+        if (loadEntries) {
+            const t3 = performance.now();
+            const loaded = loadEntriesFromFile(path);
+            samples.load_entries_s.push((performance.now() - t3) / 1000);
+            if (loaded.length !== manager.getEntries().length + 1) fail(`${path}: open and loadEntriesFromFile disagree`, 1);
+        }
         samples.open_s.push((t1 - t0) / 1000);
         samples.context_s.push((t2 - t1) / 1000);
         samples.open_context_s.push((t2 - t0) / 1000);
-        samples.load_entries_s.push((t3 - t2) / 1000);
         samples.open_context_cpu_s.push((cpu.user + cpu.system) / 1e6); // every thread of the process (GC helpers too)
         entries = manager.getEntries().length;
         messages = context.messages.length;
