@@ -2,40 +2,29 @@
 rpc`` as its agent process, the way it starts pi, and uses every method it has against it with a loopback
 model (tests/headless/rpc_client_check.mjs holds the expectations).
 
-Skips, saying why, when node or the bundle is missing; ``bash tools/pi_js/build.sh`` builds the bundle.
+Skips, saying why, when node or the bundle is missing (fails instead under ``SESSIONTREE_REQUIRE_PI_JS=1``);
+``bash tools/pi_js/build.sh`` builds the bundle.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from sessiontree.format.pi_json import loads
 from tests.headless.model_rules import answer_by_rules
 from tests.headless.support import agent_env
 from tests.llm.fake_servers import fake_server
+from tests.pi_js_bundle import pi_js_or_skip
 
 SCRIPT = Path(__file__).with_name("rpc_client_check.mjs")
 
 
-def bundle_dir() -> Path:
-    configured = os.environ.get("SESSIONTREE_PI_JS_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sessiontree-pi-js"
-
-
 def test_pi_rpc_client_uses_every_method_against_sessiontree_rpc(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed (pi's RpcClient runs on node 20+)")
-    bundle = bundle_dir()
-    if not (bundle / "rpc-client.mjs").is_file() or not (bundle / "exec-shim.mjs").is_file():
-        pytest.skip(f"pi's RpcClient bundle is not in {bundle}: run bash tools/pi_js/build.sh")
+    found = pi_js_or_skip()  # skips with the reason, or fails under SESSIONTREE_REQUIRE_PI_JS=1
+    node, bundle = found.node, found.directory
     work = tmp_path / "project"
     work.mkdir()
     pi = tmp_path / "pi"
