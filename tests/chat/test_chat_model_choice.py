@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.cli.chat.model_choice import choose_model, load_settings
+from sessiontree.agent.host import choose_model, load_settings
 from sessiontree.errors import SessionError
 from sessiontree.llm.models import ModelRegistry
 

@@ -3,9 +3,8 @@
 Each request works on a frozen turn snapshot; what callers write while a run is busy is buffered and lands
 after the run's own messages; every turn boundary is a durable save point; compaction happens by itself;
 the tree can be navigated; an interrupted run can be resumed. This module is the public face: it validates,
-guards the phase and delegates (runs to ``run.py``, storage to the ``AsyncSession`` facade, compaction to
-``compaction_policy``, navigation to ``branching``/``navigation``); it never calls the ``SessionManager``
-directly.
+guards the phase (``phase_guard.py``) and delegates (runs to ``run.py``, storage to the ``AsyncSession``
+facade, compaction and navigation to ``tree_ops.py``); it never calls the ``SessionManager`` directly.
 
 Events (dicts with ``"type"`` and pi's camelCase payload keys): the loop's ``agent_start``, ``turn_start``,
 ``message_start/update/end``, ``tool_execution_start/update/end``, ``turn_end``, ``agent_end``; the
@@ -29,8 +28,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import anyio
-
 from sessiontree.format.messages import user_message
 from sessiontree.format.pi_json import UNDEFINED
 from sessiontree.session.manager import SessionManager
@@ -42,22 +39,19 @@ from ..compaction import (
     OfflineSummarizer,
     Summarizer,
 )
-from ..compaction.summarizer import BranchSummaryError, CompactionError
-from ..errors import SessionError
 from ..llm.models import ModelRegistry
 from ..llm.stream import stream as llm_stream
-from ..llm.types import AbortSignal, Model, StreamOptions, ThinkingLevel
-from . import events as ev
-from .branching import navigate
-from .bus import EventBus, Posted, hook_error
+from ..llm.types import Model, StreamOptions, ThinkingLevel
+from .bus import EventBus, Posted
 from .compaction_policy import Compactor
-from .live import apply_tools, change_model, change_thinking_level, record_settings, restore_settings, write
-from .navigation import BranchMove, ForkResult, clone_session, fork_session
+from .live import apply_tools, change_model, change_thinking_level, record_settings, write
+from .phase_guard import normalize_error
 from .queues import MessageQueues
 from .resume import INTERRUPTED_TEXT, find_interruption
 from .retry import DEFAULT_RETRY_SETTINGS, RetrySettings
 from .run import RunParts, compact_before_prompt, drive, drop_trailing_error, repair_interrupted, snapshot
 from .session import AsyncSession
+from .tree_ops import TreeOperations
 from .turn_state import ContextCache, LiveSettings, SystemPrompt
 from .types import AgentTool, HarnessError, QueueMode, ToolExecution
 from .write_buffer import PendingWrite, WriteBuffer
@@ -65,7 +59,6 @@ from .write_buffer import PendingWrite, WriteBuffer
 __all__ = ["AbortResult", "AgentHarness"]
 
 AgentMessage = dict[str, Any]
-Entry = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,21 +67,6 @@ class AbortResult:
 
     cleared_steer: list[AgentMessage]
     cleared_follow_up: list[AgentMessage]
-
-
-def _normalize(error: BaseException, fallback: str) -> HarnessError:
-    """``error`` as a ``HarnessError``: subsystem errors keep their family (pi's wrapping), others the
-    ``fallback`` kind; the original stays as ``cause``."""
-    if isinstance(error, HarnessError):
-        return error
-    for family, kind in (
-        (BranchSummaryError, "branch_summary"),
-        (CompactionError, "compaction"),
-        (SessionError, "session"),
-    ):
-        if isinstance(error, family):
-            return HarnessError(str(error), kind=kind, cause=error)
-    return hook_error(error, fallback)
 
 
 def _summarizer(summarizer: Summarizer | Model | None, api_key: str | None) -> Summarizer:
@@ -103,7 +81,7 @@ def _user(text: str, images: Sequence[dict[str, Any]] | None, timestamp: int) ->
     return user_message([{"type": "text", "text": text}, *(images or ())], timestamp)
 
 
-class AgentHarness:
+class AgentHarness(TreeOperations):
     """Runs an agent against a ``SessionManager`` (see the module docstring; names as in SPEC B§10).
 
     ``compaction`` takes ``sessiontree.compaction.CompactionSettings`` (pi's defaults); ``retry`` takes
@@ -182,8 +160,6 @@ class AgentHarness:
         )
         known = list(models.all()) if isinstance(models, ModelRegistry) else list(models or ())
         self._parts.models.update({(m.provider, m.id): m for m in [*known, model]})
-        self._done: anyio.Event | None = None
-        self._shut_down = False
 
     # -- state ------------------------------------------------------------------------------------------------
     @property
@@ -232,6 +208,23 @@ class AgentHarness:
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None:
         self._parts.queues.follow_up_mode = mode
+
+    @property
+    def compaction_settings(self) -> CompactionSettings:
+        return self._parts.compaction
+
+    def set_compaction_settings(self, settings: CompactionSettings) -> None:
+        """Compaction settings from the next check on (``enabled=False`` turns automatic compaction off)."""
+        self._parts.compaction = settings
+        self._parts.compactor.settings = settings
+
+    @property
+    def retry_settings(self) -> RetrySettings:
+        return self._parts.retry
+
+    def set_retry_settings(self, settings: RetrySettings) -> None:
+        """Retry settings from the next failed reply on (``enabled=False`` turns automatic retry off)."""
+        self._parts.retry = settings
 
     @property
     def context_cache(self) -> ContextCache:
@@ -326,31 +319,16 @@ class AgentHarness:
         """Queue a message sent before the user message of the next prompt (any phase)."""
         return self._queue(self._parts.queues.next_turn, text, images)
 
+    def clear_queues(self) -> AbortResult:
+        """Empty the steer, follow-up and next-turn queues without aborting; returns the steer (next-turn ones
+        after them) and follow-up messages removed. Announces ``queue_update`` at the next await."""
+        queues = self._parts.queues
+        steer, follow_up = queues.clear_interactive()
+        steer += MessageQueues.take(queues.next_turn, "all")
+        self._parts.bus.post(queues.event())
+        return AbortResult(steer, follow_up)
+
     # -- runs ------------------------------------------------------------------------------------------------
-    def _begin(self, phase: Any) -> None:
-        if self._shut_down:
-            raise HarnessError("AgentHarness was shut down", kind="invalid_state")
-        if self._parts.phase != "idle":
-            raise HarnessError("AgentHarness is busy", kind="busy")
-        self._parts.phase = phase
-        self._parts.signal = AbortSignal()
-        self._done = anyio.Event()
-
-    async def _end(self, *, run: bool = False) -> None:
-        """Back to idle: flush what is still buffered; a run also announces ``settled``."""
-        parts = self._parts
-        try:
-            await parts.writes.flush(parts.session)
-        finally:
-            parts.phase, parts.signal = "idle", None
-            done, self._done = self._done, None
-            try:
-                if run:
-                    await parts.bus.emit({"type": "settled", "nextTurnCount": len(parts.queues.next_turn)})
-            finally:
-                if done is not None:
-                    done.set()
-
     async def prompt(self, text: str, *, images: Sequence[dict[str, Any]] | None = None) -> AgentMessage:
         """Send ``text`` and run until the agent stops; returns the run's last assistant message."""
         self._begin("turn")
@@ -387,7 +365,7 @@ class AgentHarness:
                 )
             return last
         except Exception as error:
-            raise _normalize(error, "unknown") from error
+            raise normalize_error(error, "unknown") from error
         finally:
             await self._end(run=True)
 
@@ -422,7 +400,7 @@ class AgentHarness:
                 parts.overflow_attempted = True
             return await drive(parts, await record_settings(parts, state), None)
         except Exception as error:
-            raise _normalize(error, "unknown") from error
+            raise normalize_error(error, "unknown") from error
         finally:
             await self._end(run=True)
 
@@ -453,85 +431,3 @@ class AgentHarness:
         self._shut_down = True
         self._parts.queues.clear()
         self._parts.writes.clear()
-
-    # -- compaction and the tree -----------------------------------------------------------------------------
-    async def compact(self, focus: str | None = None) -> Entry:
-        """Compact the branch now (``focus``: what the summary should stress); returns the compaction entry."""
-        self._begin("compaction")
-        parts = self._parts
-        try:
-            await parts.writes.flush(parts.session)
-            await parts.bus.emit(ev.compaction_start("manual"))
-            try:
-                entry = await parts.compactor.compact(
-                    custom_instructions=focus, thinking_level=parts.live.thinking_level, signal=parts.signal
-                )
-            except Exception as error:
-                aborted = getattr(error, "kind", None) == "aborted"
-                await parts.bus.emit(
-                    ev.compaction_end("manual", aborted=aborted, error_message=f"Compaction failed: {error}")
-                )
-                raise _normalize(error, "compaction") from error
-            await parts.bus.emit(ev.compaction_end("manual", result=entry))
-            return entry
-        finally:
-            await self._end()
-
-    async def navigate_tree(
-        self,
-        target_id: str,
-        summarize: bool = False,
-        focus: str | None = None,
-        label: str | None = None,
-        *,
-        replace_instructions: bool = False,
-    ) -> BranchMove:
-        """Move to another entry of the tree (pi's ``/tree``); see ``navigation.branch_to``.
-
-        A user or custom-message target moves the leaf to its parent and returns its text as ``editor_text``;
-        with ``summarize`` the abandoned branch is summarized at the new position; ``label`` labels the
-        summary (or the target). Afterwards the live model, thinking level and active tools are the path's.
-        """
-        self._begin("branch_summary")
-        try:
-            await self._parts.writes.flush(self._parts.session)
-            return await navigate(
-                self._parts,
-                target_id,
-                summarize=summarize,
-                focus=focus,
-                label=label,
-                replace_instructions=replace_instructions,
-            )
-        except Exception as error:
-            raise _normalize(error, "branch_summary") from error
-        finally:
-            await self._end()
-
-    async def _switch(self, work: Any, *args: Any) -> Any:
-        self._begin("branch_summary")
-        try:
-            await self._parts.writes.flush(self._parts.session)
-            result = await self._parts.session.run(work, *args)
-            self._parts.cache.invalidate()
-            await restore_settings(self._parts)
-            return result
-        except Exception as error:
-            raise _normalize(error, "session") from error
-        finally:
-            await self._end()
-
-    async def fork(self, entry_id: str) -> ForkResult:
-        """pi's ``/fork``: continue in a new session file holding the path before the user message ``entry_id``."""
-        result: ForkResult = await self._switch(fork_session, entry_id)
-        return result
-
-    async def clone(self) -> str | None:
-        """pi's ``/clone``: continue in a new session file holding the current path; returns its path."""
-        path: str | None = await self._switch(clone_session)
-        return path
-
-    async def new_session(self) -> str | None:
-        """pi's ``/new``: continue in a new, empty session file; returns its path (None in memory)."""
-        path: str | None = await self._switch(SessionManager.new_session)
-        return path

@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("store_cmds", "search_cmd"),
     "db": ("store_cmds", "db_cmd"),
     "chat": ("chat.command", "chat_cmd"),
+    "run": ("run_cmd", "run_cmd"),
+    "rpc": ("rpc.command", "rpc_cmd"),
 }
 
 

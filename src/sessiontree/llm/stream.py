@@ -68,13 +68,20 @@ def register_provider(api: str, provider: ProviderStream) -> None:
     _PROVIDERS[api] = provider
 
 
+_BUILTIN = {
+    "anthropic-messages": "anthropic",
+    "openai-completions": "openai_completions",
+    "openai-responses": "openai_responses",
+}
+"""The built-in provider module of each api (importing one registers it and loads its SDK)."""
+
+
 def _provider_for(api: str) -> ProviderStream:
-    if api not in _PROVIDERS:
-        # Importing the built-in providers registers them; kept lazy so the SDKs load only when needed.
+    if api not in _PROVIDERS and api in _BUILTIN:
+        # Only the SDK this api needs is loaded, and only when it is first used.
         import importlib
 
-        for name in ("anthropic", "openai_completions", "openai_responses"):
-            importlib.import_module(f"{__package__}.providers.{name}")
+        importlib.import_module(f"{__package__}.providers.{_BUILTIN[api]}")
     if api not in _PROVIDERS:
         raise ValueError(f"No provider for api {api!r}")
     return _PROVIDERS[api]

@@ -25,30 +25,21 @@ from sessiontree.format.safe_text import safe_text
 from ...llm.types import AbortSignal
 from .footer import Footer
 from .input_line import InputLine, Interrupt
-from .model_choice import ChatSettings, ModelChoice
 from .render import Transcript
 
 if TYPE_CHECKING:
     from sessiontree.session.manager import SessionManager
 
     from ...agent import AgentHarness
+    from ...agent.host import AgentSettings, HostConfig, ModelChoice
     from ...llm.models import ModelRegistry
 
-__all__ = ["ChatApp", "ChatConfig", "SlashCommands", "system_prompt"]
+__all__ = ["ChatApp", "ChatConfig", "SlashCommands"]
 
 SlashCommands = Callable[["ChatApp", str], Awaitable[bool]]
 """Runs a ``/command`` line; False ends the chat."""
 _EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C exits
 _RECAP = 12  # messages of the branch shown when a session is opened or the leaf moves
-
-
-def system_prompt(cwd: Path) -> str:
-    """The coding agent's system prompt for ``cwd``."""
-    return (
-        "You are an expert coding assistant. You help with software work in the directory "
-        f"{cwd}: read files, search, run commands, edit and write files with the tools you have. Keep "
-        "answers short and concrete, and show file paths clearly."
-    )
 
 
 class _Stdout:
@@ -72,12 +63,14 @@ class _Stdout:
 
 @dataclass
 class ChatConfig:
-    """What the chat was started with: directory, model choice, settings, models, store."""
+    """What the chat was started with: directory, model choice, settings, models, the agent session's
+    configuration (tools, prompt resources), store."""
 
     cwd: Path
     choice: ModelChoice
-    settings: ChatSettings
+    settings: AgentSettings
     registry: ModelRegistry
+    host: HostConfig
     store: str | None = None
     history_path: Path | None = None
     base_url: str | None = None
@@ -111,19 +104,14 @@ class ChatApp:
 
     # -- harness -----------------------------------------------------------------------------------------
     def _harness(self, manager: SessionManager, choice: ModelChoice) -> AgentHarness:
-        from ...agent import AgentHarness, coding_tools
+        from ...agent.host import build_harness
 
-        harness = AgentHarness(
+        harness = build_harness(
+            self.config.host,
             manager,
-            choice.model,
-            tools=coding_tools(self.config.cwd),
-            system_prompt=system_prompt(self.config.cwd),
+            model=choice.model,
             api_key=choice.api_key,
             thinking_level=self.thinking_level,
-            compaction=self.config.settings.compaction,
-            retry=self.config.settings.retry,
-            summarizer=choice.model,
-            models=self.config.registry,
         )
         harness.subscribe(self._on_event)
         return harness

@@ -88,25 +88,22 @@ def chat_cmd(
     """Chat with a coding agent on a pi session: streamed replies, tools, steering, /tree, /fork, /resume, /compact, /export and the rest (/help inside). Settings: $SESSIONTREE_SETTINGS, default settings.json in the user config directory ({"model": "PROVIDER/ID", "baseUrl": URL, "thinkingLevel": LEVEL, "compaction": {...}})."""
     from sessiontree.storage.listing_cache import default_cache_dir
 
-    from ...llm.models import ModelRegistry
-    from .model_choice import choose_model, load_settings
+    from ...agent.host import HostOptions, SessionSpec, load_config
 
     if continue_ and (file is not None or resume):
         fail("--continue takes no FILE and no --resume", EXIT_USAGE)
+    work = (cwd or Path.cwd()).expanduser().resolve()
+    spec = SessionSpec(ref=file, continue_recent=continue_, store=store)
     with handled():
-        settings = load_settings()
         try:
-            registry = ModelRegistry.load()
+            # the chat offers the model every tool (as it always did)
+            host = load_config(HostOptions(work, spec, model, None, base_url, thinking, tools=("*",)))
         except ValueError as exc:
             fail(str(exc), EXIT_USAGE)
-        choice = choose_model(model, base_url, thinking, settings=settings, registry=registry)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail("sessiontree chat needs a terminal (its input and output are not one)", EXIT_USAGE)
-    work = (cwd or Path.cwd()).expanduser().resolve()
     if not work.is_dir():
         fail(f"--cwd {work}: not a directory", EXIT_USAGE)
-    from sessiontree.session.manager import SessionManager
-
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
     from .slash import run_slash
@@ -117,22 +114,21 @@ def chat_cmd(
             if file is None:
                 note("Nothing picked; no session opened.")
                 return
-        if file is not None:
             manager = open_ref(file, store)
+        else:
+            manager = host.open_session()
+        if file is not None:
             location = manager.get_session_file()
             report_problems(manager, Path(location) if location else Path(file))
-        elif continue_:
-            manager = SessionManager.continue_recent(str(work), store=store)
-        else:
-            manager = SessionManager.create(str(work), store=store)
     config = ChatConfig(
         cwd=work,
-        choice=choice,
-        settings=settings,
-        registry=registry,
+        choice=host.choice,
+        settings=host.settings,
+        registry=host.registry,
+        host=host,
         store=store,
         history_path=default_cache_dir() / "chat-history",
-        base_url=base_url or settings.base_url,
+        base_url=host.base_url,
     )
     os.chdir(work)  # relative paths typed in the chat (/export FILE, !cmd) mean the agent's directory
     try:

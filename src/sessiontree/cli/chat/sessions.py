@@ -1,8 +1,8 @@
 """Which session the chat works on: open one a person named (a file, an id, a name; an id in a store) or
 picked in the ``/resume`` picker, threaded by ``parentSession``.
 
-Opening and listing are library calls (``SessionManager``, ``lookup``); this module only wires them to the
-picker.
+Opening is the agent session layer's (``agent.host.open_ref``) and listing a library call; this module only
+wires them to the picker.
 """
 
 from __future__ import annotations
@@ -17,19 +17,11 @@ __all__ = ["open_ref", "pick_session"]
 
 
 def open_ref(ref: str, store: str | None) -> SessionManager:
-    """Open the session ``ref`` names to write: an id (or prefix) in ``store``; else a path, an id or a name."""
-    from sessiontree.session.manager import SessionManager
+    """Open the session ``ref`` names to write (the agent session layer's rule: a path, or an id, prefix or
+    name; with ``store``, an id in that store)."""
+    from ...agent.host import open_ref as open_named
 
-    if store is not None and not Path(ref).expanduser().exists():
-        return SessionManager.open(ref, store=store)
-    from sessiontree.session.lookup import resolve_session_file
-
-    path = resolve_session_file(ref)
-    if path is None:
-        from .._common import session_path
-
-        path = session_path(ref)
-    return SessionManager.open(path)
+    return open_named(ref, store)
 
 
 async def pick_session(cwd: Path, store: str | None, current: str | None = None) -> str | None:

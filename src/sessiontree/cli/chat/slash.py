@@ -196,8 +196,8 @@ async def _compact(app: ChatApp, arg: str) -> None:
 
 
 async def _model(app: ChatApp, arg: str) -> None:
+    from ...agent.host import choose_model
     from ...llm.types import StreamOptions
-    from .model_choice import choose_model
 
     harness = app.harness
     if not arg:
@@ -232,7 +232,7 @@ def tokens_k(count: int) -> str:
 
 
 async def _thinking(app: ChatApp, arg: str) -> None:
-    from .model_choice import THINKING_LEVELS
+    from ...agent.host import THINKING_LEVELS
 
     if not arg:
         app.transcript.notice(
