@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from .._common import EXIT_USAGE, fail, flag, handled, note, report_problems
+from .exiting import exit_now
 
 
 def chat_cmd(
@@ -110,6 +111,7 @@ def chat_cmd(
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
     from .slash import run_slash
+    from .writer_lock import claim
 
     with handled():
         if file is None and resume:
@@ -125,6 +127,7 @@ def chat_cmd(
             manager = SessionManager.continue_recent(str(work), store=store)
         else:
             manager = SessionManager.create(str(work), store=store)
+        claim(manager)  # a session another chat writes is said so now, not at the first send
     config = ChatConfig(
         cwd=work,
         choice=choice,
@@ -133,10 +136,11 @@ def chat_cmd(
         store=store,
         history_path=default_cache_dir() / "chat-history",
         base_url=base_url or settings.base_url,
+        shell_dir=Path.cwd(),
     )
     os.chdir(work)  # relative paths typed in the chat (/export FILE, !cmd) mean the agent's directory
     try:
         code = asyncio.run(ChatApp(config, manager, run_slash).run())
     except KeyboardInterrupt:
         code = 130
-    raise typer.Exit(code)
+    exit_now(code)

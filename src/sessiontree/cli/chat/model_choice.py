@@ -194,7 +194,9 @@ def _on_server(ref: str | None, base_url: str, registry: ModelRegistry) -> Model
         return openai_compatible_model(LOCAL_MODEL_ID, base_url)
     known = registry.find(ref)
     if known is not None:
-        return replace(known, base_url=base_url)
+        # A --base-url server speaks Chat Completions (an OpenAI-compatible one), not OpenAI's Responses API.
+        api = "openai-completions" if known.api == "openai-responses" else known.api
+        return replace(known, base_url=base_url, api=api)
     provider, _, model_id = ref.rpartition("/")
     return openai_compatible_model(model_id, base_url, provider=provider or "openai-compatible")
 
@@ -207,9 +209,11 @@ def choose_model(
     settings: ChatSettings | None = None,
     registry: ModelRegistry | None = None,
     environ: Mapping[str, str] | None = None,
+    source: str = "--model",
 ) -> ModelChoice:
     """The chat's model: ``model_flag``, ``$SESSIONTREE_MODEL``, the settings files (in that order), else the
-    default model of the first provider that has a key; ``base_url`` sends it to that server instead."""
+    default model of the first provider that has a key; ``base_url`` sends it to that server instead.
+    ``source`` names where ``model_flag`` came from in messages (``/model`` in the chat)."""
     env = os.environ if environ is None else environ
     settings = settings if settings is not None else load_settings(environ=env)
     try:
@@ -218,7 +222,7 @@ def choose_model(
         raise SessionError(str(exc), kind="invalid_argument") from None
     thinking = _thinking(thinking_flag, settings)
     if model_flag:
-        ref, source = model_flag, "--model"
+        ref = model_flag
     elif env.get(MODEL_ENV):
         ref, source = env[MODEL_ENV], f"${MODEL_ENV}"
     elif settings.model:
