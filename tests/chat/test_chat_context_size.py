@@ -53,7 +53,9 @@ def test_after_a_compaction_the_context_is_estimated_until_a_reply_reports_usage
 
 
 def test_the_demo_reports_a_smaller_context_after_its_compaction(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["demo", str(copied_example(tmp_path)), "--workdir", str(tmp_path / "w")])
+    result = CliRunner().invoke(
+        app, ["demo", str(copied_example(tmp_path)), "--workdir", str(tmp_path / "w")]
+    )
     assert result.exit_code == 0, result.output
     (line,) = [row for row in result.output.splitlines() if row.startswith("context: ~")]
     before, after = (int(part.split("~")[1].split()[0]) for part in line.split(",")[:2])
