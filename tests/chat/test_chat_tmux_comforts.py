@@ -128,3 +128,17 @@ def test_resume_rows_with_wide_characters_stay_on_one_line(
             assert screen
             term.send("Escape")
             term.wait_exit(0)
+
+
+def test_the_provider_sdk_loads_while_the_first_line_is_typed(tmp_path: Path) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    with fake_server() as server, start(server, tmp_path, work) as term:
+        term.wait_ready()
+        maps = Path(f"/proc/{term.command_pid()}/maps")
+        # the OpenAI SDK's compiled dependency is mapped with no request sent yet
+        term.wait_for(lambda _s: "_pydantic_core" in maps.read_text(), timeout=60)
+        assert not server.requests
+        term.type("/quit")
+        term.send("Enter")
+        term.wait_exit(0)

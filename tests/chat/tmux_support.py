@@ -120,6 +120,12 @@ class Terminal:
             raise AssertionError(f"{needle!r} is not on the screen:\n{self.screen()}")
         return set(states[at])
 
+    def command_pid(self) -> int:
+        """The process the window runs (the chat), a child of the window's shell."""
+        shell = int(self._run("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        return int(children[0]) if children else shell
+
     def wait_exit(self, code: int = 0, timeout: float = 20.0) -> str:
         """Until the chat has exited with ``code`` (the shell prints the mark after it)."""
         return self.wait_for(f"{EXIT_MARK} {code}", timeout)

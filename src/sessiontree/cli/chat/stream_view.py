@@ -78,8 +78,9 @@ class BlockSplitter:
         """The unfinished markdown (or, in a code block, the code line being received)."""
         if self._fence is not None:
             return self._partial
-        lines = [*self._lines, self._partial] if self._partial else self._lines
-        return "\n".join(lines)
+        if not self._partial:
+            return "\n".join(self._lines)
+        return "\n".join([*self._lines, *([""] if self._blank else []), self._partial])
 
     def _end_markdown(self, out: list[Block]) -> None:
         if self._lines:
@@ -177,7 +178,7 @@ class StreamView:
             key = text
         else:
             text = self._splitter.pending()
-            key = ("c" if self._splitter.in_code else "m") + text
+            key = ("c" if self._splitter.in_code else "g" if self._gap else "m") + text
         if self._cache is not None and self._cache[0] == key and self._cache[1] == width:
             return self._cache[2]
         if not text:
@@ -192,15 +193,19 @@ class StreamView:
         return rows
 
     def _emit(self, blocks: list[Block], width: int) -> list[Text]:
+        # Rows already committed were the pending render's first rows; that render laid out the blocks
+        # finished now and what follows them just as they are laid out one by one, so the count carries on.
         out: list[Text] = []
+        skip = self._committed
         for block in blocks:
             rows = self._render(block, width)
-            out += rows[self._committed :]
-            self._committed = 0
+            out += rows[skip:]
+            skip = max(0, skip - len(rows))
             if block.kind in ("markdown", "code_end"):
                 self._gap = True
             elif block.kind == "code_start":
                 self._gap = False
+        self._committed = skip
         return out
 
     # -- the stream ----------------------------------------------------------------------------------------
