@@ -109,3 +109,30 @@ def test_rows_of_a_paragraph_not_yet_cut_from_the_one_before_are_printed_once() 
     printed += view.finish()
     words = [w for row in printed for w in row.plain.split()]
     assert words == text.split()
+
+
+def test_the_footer_follows_stored_messages_without_reading_the_session_again() -> None:
+    from sessiontree import SessionManager
+    from sessiontree.agent import AgentHarness
+    from sessiontree.llm.models import openai_compatible_model
+
+    manager = SessionManager.in_memory("/tmp")
+    harness = AgentHarness(manager, openai_compatible_model("m", "http://127.0.0.1:9/v1", provider="local"))
+    footer = Footer()
+    footer.refresh(harness)
+    assert "↑0 ↓0" in footer.text and "ctx 0/128k" in footer.text
+    reads = []
+    manager.get_entries = lambda *a, **k: reads.append(1) or []  # type: ignore[method-assign]
+    user = {"role": "user", "content": "x" * 400, "timestamp": 1}
+    footer.add_message(harness, user)
+    assert "ctx 100/128k" in footer.text  # estimated: 400 characters
+    reply = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {"input": 2000, "output": 500, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2500,
+                  "cost": {"total": 0.25}},
+        "stopReason": "stop",
+        "timestamp": 2,
+    }  # fmt: skip
+    footer.add_message(harness, reply)
+    assert "↑2k ↓500 · $0.2500 · ctx 2.5k/128k" in footer.text and not reads

@@ -41,11 +41,10 @@ SlashCommands = Callable[["ChatApp", str], Awaitable[bool]]
 _EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C exits
 _RECAP = 12  # messages of the branch shown when a session is opened or the leaf moves
 _TICK = 0.1  # seconds between redraws of the spinner while something runs
-# Events after which the footer's figures change: every stored message, and every change of the leaf,
-# the model or the thinking level.
+# Events after which the footer is recomputed: every change of the leaf, the model or the thinking level
+# (each stored message, ``message_end``, updates it in place).
 _FOOTER_EVENTS = frozenset(
     {
-        "message_end",
         "settled",
         "session_tree",
         "session_compact",
@@ -165,10 +164,13 @@ class ChatApp:
     def _on_event(self, event: dict[str, Any]) -> None:
         try:
             kind = event.get("type")
-            if kind == "message_end" and (event.get("message") or {}).get("role") == "user":
+            message = event.get("message") if kind == "message_end" else None
+            if isinstance(message, dict) and message.get("role") == "user":
                 self._user_stored = True
             self.transcript.handle(event)
-            if kind in _FOOTER_EVENTS:
+            if isinstance(message, dict):
+                self.footer.add_message(self.harness, message)  # stored before the event is emitted
+            elif kind in _FOOTER_EVENTS:
                 self.footer.refresh(self.harness)
         except Exception as error:  # a drawing bug must not become a harness failure
             self.transcript.error(f"display error: {error}")
