@@ -25,6 +25,7 @@ _FENCE = re.compile(r"^( *)(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])(\s|$)")
 _RENDER_EVERY = 0.1  # seconds between re-renders of a growing block (each is a markdown parse of it)
+_RENDER_SHARE = 4  # a block that takes t seconds to render is rendered again after 4 t at the soonest
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,8 @@ class StreamView:
         self._gap = False  # the next block starts after a blank row
         self._committed = 0  # rows of the pending block already in the scrollback
         self._cache: tuple[str, int, list[Text]] | None = None
+        self._cached_at = float("-inf")
+        self._cost = 0.0  # seconds the last render of the pending block took
         self._rendered_at = float("-inf")
 
     # -- rendering -----------------------------------------------------------------------------------------
@@ -179,8 +182,15 @@ class StreamView:
         else:
             text = self._splitter.pending()
             key = ("c" if self._splitter.in_code else "g" if self._gap else "m") + text
-        if self._cache is not None and self._cache[0] == key and self._cache[1] == width:
-            return self._cache[2]
+        if self._cache is not None and self._cache[1] == width:
+            if self._cache[0] == key:
+                return self._cache[2]
+            # A long block costs a markdown parse per render: between renders the rows shown lag by up to
+            # a few render times, so a fast stream spends most of its time arriving, not being drawn. Its
+            # rows but the last are final either way (the text only grows at its end).
+            if self._clock() - self._cached_at < _RENDER_SHARE * self._cost:
+                return self._cache[2]
+        began = time.perf_counter()
         if not text:
             rows: list[Text] = []
         elif self.kind == "thinking":
@@ -189,7 +199,8 @@ class StreamView:
             rows = [code_row(text, self._splitter.language)]
         else:
             rows = self._render(Block("markdown", text), width)
-        self._cache = (key, width, rows)
+        self._cost = time.perf_counter() - began
+        self._cache, self._cached_at = (key, width, rows), self._clock()
         return rows
 
     def _emit(self, blocks: list[Block], width: int) -> list[Text]:
