@@ -60,3 +60,13 @@ def test_the_demo_reports_a_smaller_context_after_its_compaction(tmp_path: Path)
     (line,) = [row for row in result.output.splitlines() if row.startswith("context: ~")]
     before, after = (int(part.split("~")[1].split()[0]) for part in line.split(",")[:2])
     assert after < before, line
+
+
+def test_a_reply_that_reports_no_usage_leaves_the_context_estimated() -> None:
+    manager = SessionManager.in_memory("/tmp")
+    manager.append_message({"role": "user", "content": "x" * 4000, "timestamp": 1})
+    zeros = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "y" * 400}], "api": "openai-completions",
+             "provider": "local", "model": "m", "usage": zeros, "stopReason": "stop", "timestamp": 2}  # fmt: skip
+    manager.append_message(reply)
+    assert context_tokens(manager.build_session_context().messages) == 1000 + 100

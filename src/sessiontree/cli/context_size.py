@@ -1,6 +1,6 @@
 """How big the context is now, for what the commands and the chat show: the last reply's reported usage plus
 estimates of the messages after it, unless that reply came before the latest compaction (its usage counts
-what the summary replaced); then every message of the context is estimated.
+what the summary replaced) or reported nothing (all zeros); then every message of the context is estimated.
 
 The same figure after every change of the leaf (a compaction, a move in the tree, a fork) as before the
 next request, without asking a provider.
@@ -28,6 +28,8 @@ def context_tokens(messages: Sequence[Any]) -> int:
     """Tokens of ``messages`` (a built context) as the next request would carry them, estimated."""
     estimate = estimate_context_tokens(messages)
     index = estimate.last_usage_index
+    if index is not None and estimate.usage_tokens == 0:  # a server that reports no usage sends zeros
+        return sum(estimate_tokens(m) for m in messages)
     compaction = _latest_compaction(messages)
     if index is None or compaction is None:
         return estimate.tokens

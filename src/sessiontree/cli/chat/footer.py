@@ -88,7 +88,7 @@ class Footer:
             "aborted",
             "error",
         )
-        if answered and isinstance(usage, dict):
+        if answered and isinstance(usage, dict) and calculate_context_tokens(usage):
             self._context = calculate_context_tokens(usage)  # the reply counted the whole context
         else:
             self._context += estimate_tokens(message)
