@@ -26,6 +26,7 @@ __all__ = ["SPINNER", "Transcript", "elapsed"]
 _WIDTH = 160
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _EXPANDED_LINES = 200  # lines of a tool result Ctrl+O prints (the session keeps all of it)
+_KEPT_OUTPUTS = 50  # collapsed tool outputs kept for Ctrl+O, newest
 _ABORTS = "(ctrl+c aborts)"
 
 Fragments = list[tuple[str, str]]
@@ -196,6 +197,7 @@ class Transcript:
         if len(lines) > 1:
             summary = tool_call_summary(str(event.get("toolName")), event.get("args"))
             self._collapsed.append((summary, text.rstrip("\n")))
+            del self._collapsed[:-_KEPT_OUTPUTS]
         if event.get("isError"):
             self.line(f"  ✗ {first}{more}", "red")
         else:
