@@ -222,6 +222,7 @@ async def _compact(app: ChatApp, arg: str) -> None:
 async def _model(app: ChatApp, arg: str) -> None:
     from ...llm.types import StreamOptions
     from .model_choice import choose_model
+    from .preload import preload_provider
 
     harness = app.harness
     if not arg:
@@ -245,6 +246,7 @@ async def _model(app: ChatApp, arg: str) -> None:
     )
     await harness.set_model(choice.model)
     harness.set_stream_options(StreamOptions(api_key=choice.api_key))
+    preload_provider(choice.model.api)  # another API's SDK loads while the next line is typed
     app.choice = replace(choice, thinking_level=harness.thinking_level)
     app.transcript.notice(f"Model: {choice.model.provider}/{choice.model.id}")
     app.footer.refresh(harness)
