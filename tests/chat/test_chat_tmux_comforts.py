@@ -45,6 +45,7 @@ def test_ctrl_o_shows_a_collapsed_output_and_the_exit_says_how_to_continue(tmp_p
             term.wait_idle()
             term.send("C-o")
             screen = term.wait_for("  gamma")
+            assert f"── [bash: {command}]: 3 lines ──" in screen
             assert screen.index("  alpha") < screen.index("  beta") < screen.index("  gamma")
             term.send("C-d")  # exit on an empty line
             screen = term.wait_exit(0)

@@ -78,6 +78,7 @@ class Transcript:
         self._since: float | None = None  # when the run being shown started
         self.queued: list[tuple[str, str]] = []
         self._collapsed: list[tuple[str, str]] = []  # (tool call summary, full output), newest last
+        self._running: dict[str, str] = {}  # tool call id -> its summary, while it runs
 
     # -- printing ------------------------------------------------------------------------------------------
     def line(self, text: str, style: str = "") -> None:
@@ -186,6 +187,7 @@ class Transcript:
     def _on_tool_execution_start(self, event: dict[str, Any]) -> None:
         self._flush()
         summary = tool_call_summary(str(event.get("toolName")), event.get("args"))
+        self._running[str(event.get("toolCallId"))] = summary
         self.line(f"⚙ {summary}", "yellow")
         self._working(f"running {summary}")
 
@@ -193,9 +195,10 @@ class Transcript:
         text = _result_text(event.get("result"))
         lines = text.rstrip("\n").split("\n") if text.strip() else []
         first = one_line(lines[0], _WIDTH) if lines else "(no output)"
-        more = f" (+{len(lines) - 1} lines, ctrl+o shows them)" if len(lines) > 1 else ""
-        if len(lines) > 1:
-            summary = tool_call_summary(str(event.get("toolName")), event.get("args"))
+        hidden = len(lines) - 1
+        more = f" (+{hidden} line{'s' if hidden > 1 else ''}, ctrl+o shows them)" if hidden else ""
+        summary = self._running.pop(str(event.get("toolCallId")), None) or f"[{event.get('toolName')}]"
+        if hidden:
             self._collapsed.append((summary, text.rstrip("\n")))
             del self._collapsed[:-_KEPT_OUTPUTS]
         if event.get("isError"):
