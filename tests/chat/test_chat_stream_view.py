@@ -36,6 +36,12 @@ def test_blocks_end_at_blank_lines_headings_and_fences_and_code_goes_line_by_lin
     ]
 
 
+def test_windows_line_ends_are_line_ends_even_split_between_deltas() -> None:
+    splitter = BlockSplitter()
+    blocks = splitter.feed("one\r") + splitter.feed("\n\r\ntwo\r\n") + splitter.finish()
+    assert blocks == [Block("markdown", "one"), Block("markdown", "two")]
+
+
 def test_a_loose_list_and_its_indented_paragraphs_stay_one_block() -> None:
     text = "1. one\n\n   more about one\n\n2. two\n\n```\nnot closed"
     assert split(text, 3) == [

@@ -58,7 +58,7 @@ class BlockSplitter:
 
     def feed(self, delta: str) -> list[Block]:
         out: list[Block] = []
-        text = self._partial + delta
+        text = (self._partial + delta).replace("\r\n", "\n")  # a trailing \r waits for its \n
         *complete, self._partial = text.split("\n")
         for line in complete:
             self._line(line, out)
@@ -224,7 +224,7 @@ class StreamView:
         """Take ``delta``; the rows that are final now (for the scrollback)."""
         width = self._width()
         if self.kind == "thinking":
-            text = self._partial + delta
+            text = (self._partial + delta).replace("\r\n", "\n")
             *lines, self._partial = text.split("\n")
             out: list[Text] = []
             for line in lines:
