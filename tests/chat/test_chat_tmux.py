@@ -10,15 +10,24 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sessiontree import SessionManager
 from sessiontree.format.pi_json import loads
-from tests.chat.tmux_support import EXIT_MARK, chat_env, chat_terminal, require_tmux
+from tests.chat.tmux_support import (
+    EXIT_MARK,
+    call,
+    lines,
+    messages,
+    require_tmux,
+    sent_messages,
+    start,
+    text,
+    usage,
+)
 from tests.conftest import require_conformance
-from tests.llm.fake_servers import FakeServer, chat_completions_sse, fake_server
+from tests.llm.fake_servers import chat_completions_sse, fake_server
 
 pytestmark = pytest.mark.usefixtures("_tmux")
 
@@ -26,37 +35,6 @@ pytestmark = pytest.mark.usefixtures("_tmux")
 @pytest.fixture
 def _tmux() -> None:
     require_tmux()
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> tuple[str, str, list[str]]:
-    raw = json.dumps(arguments)
-    return call_id, name, [raw[:5], raw[5:]]
-
-
-def usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [loads(line) for line in path.read_bytes().split(b"\n") if line]
-
-
-def messages(entries: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
-    return [e for e in entries if e["type"] == "message" and e["message"]["role"] == role]
-
-
-def text(entry: dict[str, Any]) -> str:
-    content = entry["message"]["content"]
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
-
-
-def start(server: FakeServer, root: Path, work: Path, *extra: str) -> Any:
-    args = ["--base-url", f"{server.url}/v1", "--model", "local/test-model", "--cwd", str(work), *extra]
-    return chat_terminal(args, chat_env(root), work)
-
-
-def sent_messages(server: FakeServer, index: int) -> str:
-    return json.dumps(server.requests[index].body["messages"])
 
 
 def test_the_issue_scenario_tool_call_tree_summary_fork_resume_compact_export(tmp_path: Path) -> None:
@@ -363,14 +341,15 @@ def test_the_other_slash_commands_on_a_sqlite_store(tmp_path: Path) -> None:
             assert "\x1b[2" in thought or ";2m" in thought or ";2;" in thought, repr(thought)  # dimmed
             for command, shown in (
                 ("/label greeting", "'greeting'"),
-                ("/thinking high", "Thinking level: high"),
+                ("/thinking high", "Thinking level: high (local/test-model does not reason: unused)"),
                 ("/model", "● local/test-model"),
                 ("/model local/other-model", "Model: local/other-model"),
             ):
                 term.type(command)
                 term.send("Enter")
                 term.wait_for(shown)
-            term.wait_for("local/other-model · thinking high")  # the footer
+            footer = term.wait_for("local/other-model · ↑").split("\n")[-2]  # the footer
+            assert "thinking" not in footer, footer  # the model does not reason: no level shown
             term.type("again")
             term.send("Enter")
             term.wait_for("Second reply.")

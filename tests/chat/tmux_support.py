@@ -6,6 +6,7 @@ Skips when tmux is missing, fails instead when ``SESSIONTREE_REQUIRE_TMUX=1`` (C
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -15,10 +16,16 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from sessiontree.format.pi_json import loads
+
+if TYPE_CHECKING:
+    from tests.llm.fake_servers import FakeServer
 
 REQUIRE_ENV = "SESSIONTREE_REQUIRE_TMUX"
 EXIT_MARK = "CHAT-EXITED"
@@ -37,7 +44,7 @@ def require_tmux() -> str:
 
 
 class Terminal:
-    """A 120×40 tmux window running one command; ``screen()`` is what it shows now."""
+    """A tmux window (120×40 unless told) running one command; ``screen()`` is what it shows now."""
 
     def __init__(self, tmux: str, socket: str, name: str) -> None:
         self.tmux, self.socket, self.name = tmux, socket, name
@@ -48,9 +55,11 @@ class Terminal:
         )
         return done.stdout
 
-    def screen(self, *, styles: bool = False) -> str:
-        """The visible lines (with ``styles``, tmux's SGR escapes for colours and attributes kept)."""
-        return self._run("capture-pane", "-p", "-J", *(["-e"] if styles else []), "-t", self.name)
+    def screen(self, *, styles: bool = False, rows: bool = False) -> str:
+        """The visible lines (with ``styles``, tmux's SGR escapes for colours and attributes kept). Lines
+        the terminal wrapped are joined, unless ``rows``: then each terminal row is a line, as it shows."""
+        join = [] if rows else ["-J"]
+        return self._run("capture-pane", "-p", *join, *(["-e"] if styles else []), "-t", self.name)
 
     def send(self, *keys: str) -> None:
         """tmux key names (``Enter``, ``C-c``, ``Up``, ``M-Enter``) or literal text."""
@@ -89,15 +98,76 @@ class Terminal:
             lambda s: " · ctx " in s and "working…" not in s and "running [" not in s, timeout
         )
 
+    def style_at(self, needle: str) -> set[str]:
+        """The attributes (``bold``, ``dim``, ``italic``, ``underline``, ``fg``, ``bg``) in force where
+        ``needle`` starts on the screen: tmux's SGR escapes followed from the top (it sends only changes)."""
+        screen = self.screen(styles=True)
+        plain: list[str] = []
+        states: list[frozenset[str]] = []
+        state: set[str] = set()
+        i = 0
+        while i < len(screen):
+            found = _SGR.match(screen, i)
+            if found is not None:
+                _apply_sgr(state, found[1])
+                i = found.end()
+                continue
+            plain.append(screen[i])
+            states.append(frozenset(state))
+            i += 1
+        at = "".join(plain).find(needle)
+        if at < 0:
+            raise AssertionError(f"{needle!r} is not on the screen:\n{self.screen()}")
+        return set(states[at])
+
+    def command_pid(self) -> int:
+        """The process the window runs (the chat), a child of the window's shell."""
+        shell = int(self._run("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        return int(children[0]) if children else shell
+
+    def wait_exit(self, code: int = 0, timeout: float = 20.0) -> str:
+        """Until the chat has exited with ``code`` (the shell prints the mark after it)."""
+        return self.wait_for(f"{EXIT_MARK} {code}", timeout)
+
     def prompt_line(self) -> str:
         """The input line's text (after ``› ``), as shown now."""
         lines = [line for line in self.screen().split("\n") if line.startswith("› ") or line == "›"]
         return lines[-1][2:] if lines else ""
 
 
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+_ATTRS = {1: "bold", 2: "dim", 3: "italic", 4: "underline"}
+_RESETS = {22: ("bold", "dim"), 23: ("italic",), 24: ("underline",), 39: ("fg",), 49: ("bg",)}
+
+
+def _apply_sgr(state: set[str], params: str) -> None:
+    codes = [int(c) for c in params.split(";") if c] or [0]
+    i = 0
+    while i < len(codes):
+        code = codes[i]
+        if code == 0:
+            state.clear()
+        elif code in _ATTRS:
+            state.add(_ATTRS[code])
+        elif code in _RESETS:
+            state.difference_update(_RESETS[code])
+        elif 30 <= code <= 37 or 90 <= code <= 97:
+            state.add("fg")
+        elif 40 <= code <= 47 or 100 <= code <= 107:
+            state.add("bg")
+        elif code in (38, 48):
+            state.add("fg" if code == 38 else "bg")
+            i += 2 if i + 1 < len(codes) and codes[i + 1] == 5 else 4
+        i += 1
+
+
 @contextmanager
-def chat_terminal(args: list[str], env: Mapping[str, str], cwd: Path) -> Iterator[Terminal]:
-    """``python -m sessiontree chat ARGS`` in a fresh tmux server; the server is killed afterwards."""
+def chat_terminal(
+    args: list[str], env: Mapping[str, str], cwd: Path, *, size: tuple[int, int] = (120, 40)
+) -> Iterator[Terminal]:
+    """``python -m sessiontree chat ARGS`` in a fresh tmux server (``size`` columns × rows); the server is
+    killed afterwards."""
     tmux = require_tmux()
     socket = f"sessiontree-test-{uuid.uuid4().hex[:12]}"
     name = "chat"
@@ -116,9 +186,9 @@ def chat_terminal(args: list[str], env: Mapping[str, str], cwd: Path) -> Iterato
             "new-session",
             "-d",
             "-x",
-            "120",
+            str(size[0]),
             "-y",
-            "40",
+            str(size[1]),
             "-s",
             name,
             script,
@@ -145,3 +215,40 @@ def chat_env(root: Path) -> dict[str, str]:
         "SESSIONTREE_SETTINGS": str(root / "settings.json"),
         "XDG_CONFIG_HOME": str(home / ".config"),
     }
+
+
+# -- what the chat tests share: a chat on the loopback server, and reading what it wrote ------------------------
+def start(
+    server: FakeServer, root: Path, work: Path, *extra: str, size: tuple[int, int] = (120, 40)
+) -> AbstractContextManager[Terminal]:
+    """The chat on ``server`` (as ``local/test-model`` behind ``--base-url``) working in ``work``."""
+    args = ["--base-url", f"{server.url}/v1", "--model", "local/test-model", "--cwd", str(work), *extra]
+    return chat_terminal(args, chat_env(root), work, size=size)
+
+
+def call(call_id: str, name: str, arguments: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """A streamed tool call: its arguments in two pieces."""
+    raw = json.dumps(arguments)
+    return call_id, name, [raw[:5], raw[5:]]
+
+
+def usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    """A session file's lines, parsed."""
+    return [loads(line) for line in path.read_bytes().split(b"\n") if line]
+
+
+def messages(entries: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    return [e for e in entries if e["type"] == "message" and e["message"]["role"] == role]
+
+
+def text(entry: dict[str, Any]) -> str:
+    content = entry["message"]["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def sent_messages(server: FakeServer, index: int) -> str:
+    return json.dumps(server.requests[index].body["messages"])

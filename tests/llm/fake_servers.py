@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,10 +39,13 @@ class RawReply:
 
 @dataclass
 class SseReply:
-    """Server-sent events; with ``hold_after`` set, the server stops after that many events and waits."""
+    """Server-sent events; with ``hold_after`` set, the server stops after that many events and waits for
+    ``release`` (then ends the stream, or with ``resume`` sends the rest); ``pace`` seconds between events."""
 
     events: list[tuple[str | None, Any]]
     hold_after: int | None = None
+    resume: bool = False
+    pace: float = 0.0
 
 
 class FakeServer:
@@ -102,7 +106,10 @@ class FakeServer:
                             self.wfile.flush()
                             server.held.set()
                             server.release.wait(30)
-                            return
+                            if not reply.resume:
+                                return
+                        if reply.pace and index:
+                            time.sleep(reply.pace)
                         chunk = "" if name is None else f"event: {name}\n"
                         payload = data if isinstance(data, str) else json.dumps(data)
                         chunk += f"data: {payload}\n\n"
@@ -143,6 +150,45 @@ def fake_server(keep_alive: bool = False) -> Iterator[FakeServer]:
 # -- scripted replies in each API's streaming dialect ---------------------------------------------------------
 
 
+def pieces(text: str, size: int = 12) -> list[str]:
+    """``text`` as the deltas a model streams: ``size`` characters each."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def long_paragraph(words: int, stem: str = "word") -> str:
+    """One paragraph with no newline: ``word0 word1 … word{n-1}`` (each word distinct, so a row that breaks
+    a word shows)."""
+    return " ".join(f"{stem}{i}" for i in range(words))
+
+
+MARKDOWN_REPLY = (
+    "# Release plan\n\n"
+    "Ship the **parser** first, then *the renderer*, and keep `main` green; this sentence runs long enough "
+    "to need wrapping at a word boundary somewhere near the edge of the terminal.\n\n"
+    "```python\n"
+    "def greet(name):\n"
+    "    return f'hello {name}'  # kept verbatim\n"
+    "```\n\n"
+    "| step | owner |\n"
+    "|------|-------|\n"
+    "| parse | ada |\n"
+    "| render | bob |\n\n"
+    "- first item\n"
+    "- second item\n"
+)
+"""A reply with a heading, emphasis, inline code, a fenced code block, a table and a list."""
+
+
+def error_500(message: str = "upstream exploded") -> JsonReply:
+    """An HTTP 500 with an OpenAI-style error body."""
+    return JsonReply(500, {"error": {"message": message, "type": "server_error"}})
+
+
+def empty_stream() -> SseReply:
+    """A 200 event stream that closes without a single event (a server speaking another API looks so)."""
+    return SseReply([])
+
+
 def chat_completions_sse(
     *,
     text: list[str] = (),  # type: ignore[assignment]
@@ -152,6 +198,8 @@ def chat_completions_sse(
     usage: dict[str, Any] | None = None,
     model: str = "gpt-test",
     hold_after: int | None = None,
+    resume: bool = False,
+    pace: float = 0.0,
 ) -> SseReply:
     """Chat Completions chunks: reasoning deltas (``reasoning_content``), text deltas, tool-call deltas."""
     base = {"id": "chatcmpl-123", "object": "chat.completion.chunk", "created": 1, "model": model}
@@ -188,7 +236,7 @@ def chat_completions_sse(
     if usage is not None:
         events.append((None, {**base, "choices": [], "usage": usage}))
     events.append((None, "[DONE]"))
-    return SseReply(events, hold_after)
+    return SseReply(events, hold_after, resume, pace)
 
 
 def responses_sse(

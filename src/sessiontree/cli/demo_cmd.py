@@ -36,10 +36,10 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 
 def _tokens(manager: SessionManager) -> int:
-    """The context's tokens as compaction counts them (last reported usage plus estimates after it)."""
-    from ..llm.tokens import estimate_context_tokens
+    """The context's tokens as the next request would carry them (after a compaction: estimated)."""
+    from .context_size import context_tokens
 
-    return estimate_context_tokens(manager.build_session_context().messages).tokens
+    return context_tokens(manager.build_session_context().messages)
 
 
 def _first_user_entry(manager: SessionManager) -> str | None:

@@ -431,6 +431,13 @@ class SessionManager(ManagerReads):
                     self._leaf, self._labels, self._label_times, self._session_name = before
                 raise
 
+    def claim_writer(self) -> None:
+        """Take the writer role now rather than at the first write (the file's lock, a database session's
+        lease): ``SessionLockedError`` when another writer holds it. A session not written yet has nothing
+        to claim; the role is kept until ``close()``."""
+        with self._lock:
+            self._prepare_write()
+
     def sync(self) -> None:
         """Make every write durable now (fsync); the harness calls this at save points."""
         self._index.sync()

@@ -97,7 +97,9 @@ def _on_server(ref: str | None, base_url: str, registry: ModelRegistry) -> Model
         return openai_compatible_model(LOCAL_MODEL_ID, base_url)
     known = registry.find(ref)
     if known is not None:
-        return replace(known, base_url=base_url)
+        # A --base-url server speaks Chat Completions (an OpenAI-compatible one), not OpenAI's Responses API.
+        api = "openai-completions" if known.api == "openai-responses" else known.api
+        return replace(known, base_url=base_url, api=api)
     provider, _, model_id = ref.rpartition("/")
     return openai_compatible_model(model_id, base_url, provider=provider or "openai-compatible")
 
@@ -127,10 +129,13 @@ def choose_model(
     settings: AgentSettings | None = None,
     registry: ModelRegistry | None = None,
     environ: Mapping[str, str] | None = None,
+    source: str = "--model",
 ) -> ModelChoice:
     """The session's model: ``model_flag`` (``provider`` names its provider when it has none), then
     ``$SESSIONTREE_MODEL``, then the settings files (in that order), else the default model of the first
-    provider that has a key; ``base_url`` sends it to that server instead."""
+    provider that has a key; ``base_url`` sends it to that server instead. ``source`` names where
+    ``model_flag`` came from in messages (``/model`` in the chat)."""
+    flag_source = source
     env = os.environ if environ is None else environ
     settings = settings if settings is not None else load_settings(environ=env)
     try:
@@ -142,7 +147,7 @@ def choose_model(
         ref, level = _split_level(model_flag)
         if provider and "/" not in ref:
             ref = f"{provider}/{ref}"
-        source = "--model"
+        source = flag_source
     elif provider:
         ref, level, source = (None if base_url else _provider_default(provider, models)), None, "--provider"
     elif env.get(MODEL_ENV):

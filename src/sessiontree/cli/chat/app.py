@@ -40,6 +40,19 @@ SlashCommands = Callable[["ChatApp", str], Awaitable[bool]]
 """Runs a ``/command`` line; False ends the chat."""
 _EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C exits
 _RECAP = 12  # messages of the branch shown when a session is opened or the leaf moves
+_TICK = 0.1  # seconds between redraws of the spinner while something runs
+# Events after which the footer is recomputed: every change of the leaf, the model or the thinking level
+# (each stored message, ``message_end``, updates it in place).
+_FOOTER_EVENTS = frozenset(
+    {
+        "settled",
+        "session_tree",
+        "session_compact",
+        "compaction_end",
+        "model_update",
+        "thinking_level_update",
+    }
+)
 
 
 class _Stdout:
@@ -74,6 +87,8 @@ class ChatConfig:
     store: str | None = None
     history_path: Path | None = None
     base_url: str | None = None
+    shell_dir: Path | None = None
+    """The directory the chat was started from (where the hint to continue is run)."""
 
 
 class ChatApp:
@@ -88,9 +103,10 @@ class ChatApp:
         self.footer = Footer()
         self.input = InputLine(
             live=self.transcript.live_lines,
-            footer=lambda: self.footer.text,
+            footer=self.footer.line,
             busy=self.busy,
             interrupt=self.interrupt,
+            expand=self.transcript.expand_last,
             history_path=config.history_path,
         )
         self.thinking_level = config.choice.thinking_level
@@ -101,6 +117,7 @@ class ChatApp:
         self._shell: tuple[asyncio.Task[Any], AbortSignal] | None = None
         self._armed: float | None = None
         self._aborting: asyncio.Task[Any] | None = None
+        self._user_stored = False  # the prompt being sent reached the session (its message_end came)
 
     # -- harness -----------------------------------------------------------------------------------------
     def _harness(self, manager: SessionManager, choice: ModelChoice) -> AgentHarness:
@@ -118,6 +135,13 @@ class ChatApp:
 
     async def switch_to(self, manager: SessionManager) -> None:
         """Continue in another session (``/resume``): a new harness with the same model and settings."""
+        from .writer_lock import claim
+
+        try:
+            claim(manager)  # before leaving this one: a session another chat holds is not opened
+        except BaseException:
+            manager.close()
+            raise
         old = self.harness
         self.thinking_level = old.thinking_level
         await old.shutdown()
@@ -127,8 +151,14 @@ class ChatApp:
 
     def _on_event(self, event: dict[str, Any]) -> None:
         try:
+            kind = event.get("type")
+            message = event.get("message") if kind == "message_end" else None
+            if isinstance(message, dict) and message.get("role") == "user":
+                self._user_stored = True
             self.transcript.handle(event)
-            if event.get("type") in ("settled", "session_tree", "session_compact", "model_update"):
+            if isinstance(message, dict):
+                self.footer.add_message(self.harness, message)  # stored before the event is emitted
+            elif kind in _FOOTER_EVENTS:
                 self.footer.refresh(self.harness)
         except Exception as error:  # a drawing bug must not become a harness failure
             self.transcript.error(f"display error: {error}")
@@ -192,14 +222,19 @@ class ChatApp:
             self.transcript.notice(f"… {len(messages) - _RECAP} earlier messages")
         self.transcript.recap(messages[-_RECAP:])
 
-    def start(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-        """Run ``work`` as the current turn (errors are shown, never raised)."""
+    def start(self, work: Callable[[], Coroutine[Any, Any, Any]], *, typed: str | None = None) -> None:
+        """Run ``work`` as the current turn (errors are shown, never raised). ``typed`` is the line the
+        turn sends: when it fails before the line reached the session, the line is put back to edit."""
+        self._user_stored = False
 
         async def guarded() -> None:
             try:
                 await work()
             except Exception as error:
                 self.transcript.error(str(error))
+                if typed is not None and not self._user_stored:
+                    self.input.restore(typed)
+                    self.transcript.notice("Your message was not sent; it is back in the input line")
             finally:
                 self.footer.refresh(self.harness)
                 self._redraw()
@@ -212,7 +247,7 @@ class ChatApp:
             await (self.harness.follow_up(text) if follow_up else self.harness.steer(text))
             return
         harness = self.harness
-        self.start(lambda: harness.prompt(text))
+        self.start(lambda: harness.prompt(text), typed=text)
 
     def run_shell(self, command: str, exclude: bool) -> None:
         from .shell import run_shell
@@ -233,15 +268,26 @@ class ChatApp:
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
 
+    async def _tick(self) -> None:
+        """Redraw the activity line (its spinner and clock) while something runs."""
+        while True:
+            await asyncio.sleep(_TICK)
+            if self.transcript.activity:
+                self._redraw()
+
     async def run(self) -> int:
         """The loop: read, dispatch, until /quit, Ctrl+D or a double Ctrl+C."""
+        from .preload import preload_provider
+
         self.transcript.notice(
             f"sessiontree chat · {self.harness.model.provider}/{self.harness.model.id} "
             f"({self.config.choice.source}) · /help for commands"
         )
         self.opened()
+        preload_provider(self.harness.model.api)  # the SDK loads while the first line is typed
         loop = asyncio.get_running_loop()
         main = asyncio.current_task()
+        ticker = loop.create_task(self._tick())
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             if main is not None:
                 loop.add_signal_handler(signal.SIGINT, self._signal, main)
@@ -251,6 +297,7 @@ class ChatApp:
         except asyncio.CancelledError:
             pass
         finally:
+            ticker.cancel()
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGINT)
             await self.close()
@@ -280,9 +327,15 @@ class ChatApp:
             await self.send(text[1:] if text.startswith("//") else text, follow_up=submitted.follow_up)
 
     async def close(self) -> None:
-        """Stop what runs and release the session."""
+        """Stop what runs, release the session, and say how to continue it."""
+        from .continuing import continue_hint
+
         if self._shell is not None:
             self._shell[1].abort()
         await self.harness.shutdown()
         await self.idle()
-        self.harness.session.close()
+        manager = self.harness.session
+        hint = continue_hint(manager, self.config.store, self.config.cwd, self.config.shell_dir)
+        manager.close()
+        if hint:
+            self.transcript.notice(hint)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from .._common import EXIT_USAGE, fail, flag, handled, note, report_problems
+from .exiting import exit_now
 
 
 def chat_cmd(
@@ -107,6 +108,7 @@ def chat_cmd(
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
     from .slash import run_slash
+    from .writer_lock import claim
 
     with handled():
         if file is None and resume:
@@ -120,6 +122,7 @@ def chat_cmd(
         if file is not None:
             location = manager.get_session_file()
             report_problems(manager, Path(location) if location else Path(file))
+        claim(manager)  # a session another chat writes is said so now, not at the first send
     config = ChatConfig(
         cwd=work,
         choice=host.choice,
@@ -129,10 +132,11 @@ def chat_cmd(
         store=store,
         history_path=default_cache_dir() / "chat-history",
         base_url=host.base_url,
+        shell_dir=Path.cwd(),
     )
     os.chdir(work)  # relative paths typed in the chat (/export FILE, !cmd) mean the agent's directory
     try:
         code = asyncio.run(ChatApp(config, manager, run_slash).run())
     except KeyboardInterrupt:
         code = 130
-    raise typer.Exit(code)
+    exit_now(code)

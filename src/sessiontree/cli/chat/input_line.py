@@ -1,6 +1,7 @@
 """The chat's input line (prompt_toolkit): history, multi-line editing, and the keys that matter while a
 turn runs. Enter sends (steers while a turn runs), Alt+Enter queues a follow-up while a turn runs (a new
-line otherwise), Ctrl+J a new line, Ctrl+C aborts / clears / exits, Ctrl+D on an empty line exits.
+line otherwise), Ctrl+J a new line, Ctrl+O shows a collapsed tool output in full, Ctrl+C aborts / clears /
+exits, Ctrl+D on an empty line exits.
 
 It returns what was typed and how; what to do with it is the REPL's business.
 """
@@ -47,24 +48,28 @@ def _history(path: Path | None) -> History:
 
 
 class InputLine:
-    """``await read(default)`` gives the next ``Submitted`` (EOFError: exit). ``live`` gives the lines shown
-    above the prompt, ``footer`` the bottom line, ``busy`` whether a turn runs and ``interrupt`` decides
-    what Ctrl+C does (given whether the line has text)."""
+    """``await read(default)`` gives the next ``Submitted`` (EOFError: exit). ``live`` gives the rows shown
+    above the prompt (each a list of fragments), ``footer`` the bottom line for a width, ``busy`` whether a
+    turn runs, ``interrupt`` decides what Ctrl+C does (given whether the line has text) and ``expand`` is
+    Ctrl+O."""
 
     def __init__(
         self,
         *,
-        live: Callable[[], list[tuple[str, str]]],
-        footer: Callable[[], str],
+        live: Callable[[], list[list[tuple[str, str]]]],
+        footer: Callable[[int], str],
         busy: Callable[[], bool],
         interrupt: Callable[[bool], Interrupt],
+        expand: Callable[[], object] = lambda: None,
         history_path: Path | None = None,
     ) -> None:
         self._live = live
         self._footer = footer
         self._busy = busy
         self._interrupt = interrupt
+        self._expand = expand
         self._follow_up = False
+        self._restored: str | None = None
         self.session: PromptSession[str] = PromptSession(
             message=self._message,
             bottom_toolbar=self._toolbar,
@@ -76,16 +81,24 @@ class InputLine:
             style=Style.from_dict({"bottom-toolbar": "noreverse bg:default #888888"}),
             refresh_interval=0.5,
         )
+        self.session.app.min_redraw_interval = 0.05  # a fast stream redraws 20 times a second, not per delta
 
     def _message(self) -> FormattedText:
         parts: list[tuple[str, str]] = []
-        for style, text in self._live():
-            parts += [(style, text), ("", "\n")]
+        for row in self._live():
+            parts += [*row, ("", "\n")]
         parts.append(("bold ansicyan", "› "))
         return FormattedText(parts)
 
+    def width(self) -> int:
+        """The terminal's width in cells."""
+        try:
+            return int(self.session.app.output.get_size().columns)
+        except Exception:  # no terminal to ask (tests)
+            return 80
+
     def _toolbar(self) -> FormattedText:
-        return FormattedText([("", self._footer())])
+        return FormattedText([("", self._footer(self.width()))])
 
     def _bindings(self) -> KeyBindings:
         keys = KeyBindings()
@@ -105,6 +118,10 @@ class InputLine:
         @keys.add("c-j")
         def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
+
+        @keys.add("c-o")
+        def _expand(_event: KeyPressEvent) -> None:
+            self._expand()
 
         @keys.add("c-c")
         def _interrupt(event: KeyPressEvent) -> None:
@@ -127,9 +144,24 @@ class InputLine:
     async def read(self, default: str = "") -> Submitted:
         """The next line; raises ``EOFError`` when the user exits."""
         self._follow_up = False
+        if self._restored is not None:
+            default, self._restored = self._restored + (f"\n{default}" if default else ""), None
         with patch_stdout(raw=True):
             text = await self.session.prompt_async(default=default, handle_sigint=False)
         return Submitted(text, self._follow_up)
+
+    def restore(self, text: str) -> None:
+        """Put ``text`` back to edit (a line that could not be sent): into the line shown now, before what
+        is typed there, or into the next one."""
+        app = self.session.app
+        if app.is_running:
+            buffer = self.session.default_buffer
+            current = buffer.text
+            buffer.text = text + (f"\n{current}" if current else "")
+            buffer.cursor_position = len(buffer.text)
+            app.invalidate()
+        else:
+            self._restored = text if self._restored is None else f"{self._restored}\n{text}"
 
     @staticmethod
     @contextlib.contextmanager

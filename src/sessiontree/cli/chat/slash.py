@@ -14,9 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiontree.format.safe_text import one_line, safe_text
+from sessiontree.format.safe_text import cell_width, one_line, safe_text
 
 from ...errors import SessionError
+from ..tui.cells import pad_to_width
 
 if TYPE_CHECKING:
     from .app import ChatApp
@@ -29,6 +30,7 @@ KEYS = (
     ("enter", "send; while a turn runs: steer it (delivered after the current tool calls)"),
     ("alt+enter", "while a turn runs: queue a follow-up (sent when the agent would stop); else a new line"),
     ("ctrl+j", "new line"),
+    ("ctrl+o", "show a collapsed tool output in full (again: the one before it)"),
     ("ctrl+c", "abort the turn (or clear the line); twice: exit"),
     ("ctrl+d", "exit (on an empty line)"),
     ("↑/↓", "history"),
@@ -168,24 +170,46 @@ async def _name(app: ChatApp, arg: str) -> None:
     app.footer.refresh(app.harness)
 
 
+# Entries a label is not meant for when no id is named: they describe the session, not a point in it.
+_NOT_LABELLED = frozenset({"label", "session_info", "model_change", "thinking_level_change", "custom"})
+
+
+def _label_target(app: ChatApp) -> str | None:
+    """The last message of the branch (skipping label, name and settings entries at its end)."""
+    view = app.harness.session.get_path_view()
+    for index in range(len(view.types) - 1, -1, -1):
+        if view.types[index] not in _NOT_LABELLED:
+            return str(view.ids[index])
+    return None
+
+
 async def _label(app: ChatApp, arg: str) -> None:
     from sessiontree.session.lookup import resolve_entry_id
 
     manager = app.harness.session
     first, _, rest = arg.partition(" ")
     target: str | None = None
-    if first and rest:
+    if first and rest.strip():
         with contextlib.suppress(SessionError):
             target = resolve_entry_id(manager, first)
     text = rest.strip() if target is not None else arg
     if target is None:
-        target = manager.get_leaf_id()
+        target = _label_target(app)
     if target is None:
         app.transcript.notice("Nothing to label yet")
         return
-    await app.harness.set_label(target, text or None)
+    if not text:
+        current = manager.get_label(target)
+        app.transcript.notice(
+            f"Label of {target}: {one_line(current, 60)!r} (/label TEXT changes it, /label --clear removes it)"
+            if current
+            else f"{target} has no label (/label TEXT sets one)"
+        )
+        return
+    clear = text == "--clear"
+    await app.harness.set_label(target, None if clear else text)
     app.transcript.notice(
-        f"Labelled {target} {one_line(text, 60)!r}" if text else f"Cleared the label of {target}"
+        f"Cleared the label of {target}" if clear else f"Labelled {target} {one_line(text, 60)!r}"
     )
 
 
@@ -198,6 +222,7 @@ async def _compact(app: ChatApp, arg: str) -> None:
 async def _model(app: ChatApp, arg: str) -> None:
     from ...agent.host import choose_model
     from ...llm.types import StreamOptions
+    from .preload import preload_provider
 
     harness = app.harness
     if not arg:
@@ -217,9 +242,11 @@ async def _model(app: ChatApp, arg: str) -> None:
         harness.thinking_level,
         settings=app.config.settings,
         registry=app.config.registry,
+        source="/model",
     )
     await harness.set_model(choice.model)
     harness.set_stream_options(StreamOptions(api_key=choice.api_key))
+    preload_provider(choice.model.api)  # another API's SDK loads while the next line is typed
     app.choice = replace(choice, thinking_level=harness.thinking_level)
     app.transcript.notice(f"Model: {choice.model.provider}/{choice.model.id}")
     app.footer.refresh(harness)
@@ -243,7 +270,11 @@ async def _thinking(app: ChatApp, arg: str) -> None:
         app.transcript.error(f"Unknown thinking level {arg!r}: use one of {', '.join(THINKING_LEVELS)}")
         return
     await app.harness.set_thinking_level(arg)  # type: ignore[arg-type]
-    app.transcript.notice(f"Thinking level: {arg}")
+    model = app.harness.model
+    unused = (
+        "" if model.reasoning or arg == "off" else f" ({model.provider}/{model.id} does not reason: unused)"
+    )
+    app.transcript.notice(f"Thinking level: {arg}{unused}")
     app.footer.refresh(app.harness)
 
 
@@ -252,7 +283,7 @@ async def _session(app: ChatApp, _arg: str) -> None:
 
     from sessiontree.session.stats import UsageTotals
 
-    from ...llm.tokens import estimate_context_tokens
+    from ..context_size import context_tokens
 
     manager = app.harness.session
     entries = manager.get_entries()
@@ -270,7 +301,7 @@ async def _session(app: ChatApp, _arg: str) -> None:
         f"Tokens:   {total.input} in, {total.output} out, {total.cache_read} cache read, "
         f"{total.cache_write} cache write",
         f"Cost:     ${total.cost:.4f}",
-        f"Context:  {len(context)} messages, about {estimate_context_tokens(context).tokens} tokens of "
+        f"Context:  {len(context)} messages, about {context_tokens(context)} tokens of "
         f"{app.harness.model.context_window}",
     ]
     for line in lines:
@@ -299,12 +330,12 @@ async def _export(app: ChatApp, arg: str) -> None:
 
 
 async def _help(app: ChatApp, _arg: str) -> None:
-    width = max(len(c.usage) for c in COMMANDS.values())
+    width = max(cell_width(c.usage) for c in COMMANDS.values())
     for command in dict.fromkeys(COMMANDS.values()):
-        app.transcript.line(f"{command.usage.ljust(width)}  {command.help}")
+        app.transcript.line(f"{pad_to_width(command.usage, width)}  {command.help}")
     app.transcript.line("")
     for key, what in KEYS:
-        app.transcript.line(f"{key.ljust(width)}  {what}", "grey62")
+        app.transcript.line(f"{pad_to_width(key, width)}  {what}", "grey62")
 
 
 async def _quit(_app: ChatApp, _arg: str) -> object:
@@ -319,7 +350,11 @@ COMMANDS: dict[str, Command] = {
     "new": Command("/new", "start a new session", _new),
     "resume": Command("/resume [ID|PATH]", "open another session (a picker threaded by fork)", _resume),
     "name": Command("/name [NAME]", "name the session (or show its name)", _name),
-    "label": Command("/label [ID] [TEXT]", "label an entry (default: the leaf); no text clears", _label),
+    "label": Command(
+        "/label [ID] [TEXT]",
+        "label an entry (default: the last message); no text shows its label, --clear removes it",
+        _label,
+    ),
     "compact": Command("/compact [FOCUS]", "summarize older messages now; FOCUS: what to stress", _compact),
     "model": Command("/model [PROVIDER/ID]", "list models, or switch from the next request on", _model),
     "thinking": Command("/thinking [LEVEL]", "show or set the thinking level", _thinking),

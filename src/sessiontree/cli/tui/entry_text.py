@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from sessiontree.format.safe_text import one_line
+from sessiontree.format.safe_text import cut_to_width, one_line
 from sessiontree.tree.views import message_text
 
 from ...agent.navigation import editor_text_of
@@ -41,7 +41,7 @@ def tool_call_summary(name: str, args: Any) -> str:
         text = f"[{name}: {_short(a.get('path') or a.get('file_path'))}]"
     elif name == "bash":
         raw = " ".join(str(a.get("command") or "").split())
-        text = f"[bash: {raw[:50]}{'...' if len(raw) > 50 else ''}]"
+        text = f"[bash: {cut_to_width(raw, 53, '...')}]"
     elif name == "grep":
         text = f"[grep: /{a.get('pattern') or ''}/ in {_short(a.get('path') or '.')}]"
     elif name == "find":
@@ -50,7 +50,7 @@ def tool_call_summary(name: str, args: Any) -> str:
         text = f"[ls: {_short(a.get('path') or '.')}]"
     else:
         raw = json.dumps(a, ensure_ascii=False, default=str)
-        text = f"[{name}: {raw[:40]}{'...' if len(raw) > 40 else ''}]"
+        text = f"[{name}: {cut_to_width(raw, 43, '...')}]"
     return one_line(text, _WIDTH)
 
 

@@ -16,6 +16,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, Static
 
+from sessiontree.format.safe_text import cell_width, cut_to_width
+
 from .picker_rows import PickItem, window
 
 __all__ = ["Picker"]
@@ -40,10 +42,11 @@ class _Rows(Static):
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append("› " if i == selected else "  ", "bold cyan")
             line.append(item.prefix, "grey42")
-            room = max(10, width - 4 - len(item.prefix) - len(item.right))
-            body = item.text if len(item.text) <= room else item.text[: room - 1] + "…"
+            prefix, right = cell_width(item.prefix), cell_width(item.right)
+            room = max(10, width - 4 - prefix - right)
+            body = cut_to_width(item.text, room)
             line.append(body, _STYLES.get(item.style, ""))
-            line.append(" " * max(1, width - 2 - len(item.prefix) - len(body) - len(item.right)))
+            line.append(" " * max(1, width - 2 - prefix - cell_width(body) - right))
             line.append(item.right, "grey50")
             if i == selected:
                 line.stylize("bold reverse")

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_TOKENS_CAP",
+    "NO_RESPONSE",
     "MissingApiKeyError",
+    "NoResponseError",
     "aclose_quietly",
     "base_url",
     "clean_strings",
@@ -45,6 +47,18 @@ DEFAULT_MAX_TOKENS_CAP = 32_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+NO_RESPONSE = "the stream ended without a response"
+"""The error reply for a stream that closed before the provider said how the reply ended (a server that
+speaks another API, or a connection cut short): never an empty reply that looks like a finished one."""
+
+
+class NoResponseError(Exception):
+    """The stream ended without the provider's closing event (see ``NO_RESPONSE``)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(NO_RESPONSE + (f" ({detail})" if detail else ""))
 
 
 class MissingApiKeyError(Exception):

@@ -15,6 +15,7 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, ThinkingLevel, Tool
 from ._common import (
+    NoResponseError,
     clean_strings,
     client_kwargs,
     last_user_index,
@@ -221,9 +222,12 @@ class _Usage:
 async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEvent]:
     slots: dict[int, tuple[str, int]] = {}  # wire block index -> (kind, content index)
     usage = _Usage()
+    stopped = False  # message_stop came
     async for event in b.iterate(response):
         kind = event.type
-        if kind == "message_start":
+        if kind == "message_stop":
+            stopped = True
+        elif kind == "message_start":
             b.set_response_id(event.message.id)
             b.set_response_model(event.message.model)
             usage.update(event.message.usage)
@@ -283,6 +287,8 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
                 raise RuntimeError(f"Provider stop_reason: {stop}")
     for index in b.open_tool_indexes():
         yield b.toolcall_end(index)
+    if not stopped:
+        raise NoResponseError("no message_stop event came")
 
 
 register_provider("anthropic-messages", stream_anthropic)

@@ -21,6 +21,7 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import is_same_model, transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, Tool
 from ._common import (
+    NoResponseError,
     clean_strings,
     client_kwargs,
     data_url,
@@ -196,6 +197,7 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
     current: tuple[str, int] | None = None  # (kind, content index) of the open block
     tool_slots: dict[int, int] = {}  # wire tool index -> content index
     finish: str | None = None
+    answered = False  # a chunk with a choice (or the usage) arrived
 
     def close() -> StreamEvent | None:
         nonlocal current
@@ -215,9 +217,11 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
         if chunk.model:
             b.set_response_model(chunk.model)
         if chunk.usage is not None:
+            answered = True
             _set_usage(b, chunk.usage)
         if not chunk.choices:
             continue
+        answered = True
         choice = chunk.choices[0]
         delta = choice.delta
         extras = delta.model_extra or {}
@@ -261,6 +265,8 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
         yield event
     for index in b.open_tool_indexes():
         yield b.toolcall_end(index)
+    if not answered:
+        raise NoResponseError("no Chat Completions chunk came")
     if finish is not None and finish not in _FINISH:
         raise RuntimeError(f"Provider finish_reason: {finish}")
     reason = _FINISH.get(finish or "stop", "stop")

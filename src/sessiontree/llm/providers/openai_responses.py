@@ -20,6 +20,7 @@ from ..stream import MessageBuilder, register_provider
 from ..transform import is_same_model, transform_messages
 from ..types import Context, Model, StreamEvent, StreamOptions, Tool
 from ._common import (
+    NoResponseError,
     clean_strings,
     client_kwargs,
     data_url,
@@ -167,6 +168,7 @@ def _dump(item: Any) -> dict[str, Any]:
 async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEvent]:
     open_items: dict[str, tuple[str, int]] = {}  # item id -> (kind, content index)
     saw_summary_part = False
+    ended = False  # response.completed / incomplete / failed came
     async for event in b.iterate(response):
         kind = event.type
         if kind == "response.created":
@@ -222,6 +224,7 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
                 arguments = loads(item.arguments) if item.arguments else {}
                 yield b.toolcall_end(index, arguments if isinstance(arguments, dict) else {})
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            ended = True
             result = event.response
             b.set_response_id(result.id)
             if result.usage is not None:
@@ -240,6 +243,8 @@ async def _translate(b: MessageBuilder, response: Any) -> AsyncIterator[StreamEv
                 b.set_stop_reason("stop")
         elif kind == "error":
             raise RuntimeError(getattr(event, "message", None) or "Response stream error")
+    if not ended:
+        raise NoResponseError("no response.completed event came")
 
 
 register_provider("openai-responses", stream_openai_responses)
