@@ -1,0 +1,131 @@
+"""The command line as a daily tool, continued: messages that fit the situation, help that describes each
+command, demo on any store, one answer to Ctrl+C, no writes where nothing needs repair, errors that name the
+user's file, Markdown without raw HTML, and a depth limit that keeps the active path."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sessiontree import SessionManager
+from sessiontree.cli import app
+from tests.test_cli import EXAMPLE
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _help(*command: str) -> str:
+    """``--help`` as one line of words (the panels' borders and line breaks taken out)."""
+    code, out, _ = _run(*command, "--help", env={"COLUMNS": "200"})
+    assert code == 0, out
+    return " ".join(out.replace("│", " ").split())
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    target = tmp_path / EXAMPLE.name
+    shutil.copyfile(EXAMPLE, target)
+    return target
+
+
+# -- 14. messages that fit the situation -------------------------------------------------------------------
+def test_branch_summarize_with_nothing_to_summarize_does_not_ask_for_summarize(session: Path) -> None:
+    code, out, _ = _run("label", str(session), "5e550021", "done")  # the leaf is now a label entry
+    assert code == 0, out
+    before = session.read_bytes()
+    code, out, err = _run("branch", str(session), "--to", "5e550021", "--summarize", "--offline")
+    assert code == 0, out + err
+    assert "Nothing to summarize" in out and "holds no messages" in out
+    assert "with --summarize" not in out  # it was given
+    assert "--persist-leaf" in out  # what does keep the move
+    assert session.read_bytes() == before
+
+
+def test_label_with_the_entry_id_forgotten_says_so(session: Path) -> None:
+    before = session.read_bytes()
+    code, _, err = _run("label", str(session), "my label")
+    assert code == 2
+    assert "'my label' is not an entry of" in err and "label FILE ID TEXT" in err
+    assert "give either TEXT or --clear" not in err
+    code, _, err = _run("label", str(session), "5e550021")
+    assert code == 2 and "no label given for entry 5e550021" in err
+    code, _, err = _run("label", str(session), "5e550021", "x", "--clear")
+    assert code == 2 and "give no TEXT" in err
+    assert session.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("nope/nope", []),
+        ("openai/nope", []),
+        ("nope", []),
+        ("openai/gpt5", ["openai/gpt-5"]),
+        ("gtp-4o", ["openai/gpt-4o"]),
+        ("antropic/claude-sonnet-4-5", ["anthropic/claude-sonnet-4-5"]),
+        ("opus", ["anthropic/claude-opus-4-5", "anthropic/claude-opus-4-1"]),
+    ],
+)
+def test_model_suggestions_are_close_names_only(ref: str, expected: list[str]) -> None:
+    from sessiontree.llm.models import ModelRegistry
+
+    assert ModelRegistry().suggest(ref)[: len(expected) or None] == expected
+
+
+def test_an_unknown_model_says_what_is_wrong_without_unrelated_guesses(session: Path, tmp_path: Path) -> None:
+    env = {"PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "SESSIONTREE_MODEL": ""}
+    code, _, err = _run("compact", str(session), "--model", "nope/nope", env=env)
+    assert code == 2
+    assert "Unknown model 'nope/nope': no provider 'nope' is known (known: anthropic, openai)" in err
+    assert "did you mean" not in err and str(tmp_path / "agent" / "models.json") in err
+    code, _, err = _run("compact", str(session), "--model", "openai/nope", env=env)
+    assert code == 2 and "openai has no model 'nope'" in err and "did you mean" not in err
+    code, _, err = _run("compact", str(session), "--model", "claude-sonet-4.5", env=env)
+    assert code == 2 and "did you mean anthropic/claude-sonnet-4-5" in err
+
+
+# -- 18. help that describes the command; demo on any store --------------------------------------------------
+def test_db_help_lists_its_actions_and_arguments_have_their_help() -> None:
+    out = _help("db")
+    assert "migrate: apply the schema migrations; status: show the version" in out
+    out = _help("label")
+    assert "The entry (id, unique id prefix or label)." in out and "The label." in out
+
+
+@pytest.mark.parametrize("command", ["list", "latest", "search", "db"])
+def test_store_help_mentions_file_only_where_there_is_one(command: str) -> None:
+    out = _help(command)
+    assert "--store" in out and "FILE is then" not in out
+    assert "FILE is then a session id (or a unique prefix of one) in it." in _help("tree")
+
+
+def test_copy_takes_no_store_option_it_would_ignore() -> None:
+    assert "--store" not in _help("copy")
+
+
+def test_demo_with_a_store_runs_and_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for how in (["--store", "sqlite:///demo.db"], []):
+        env = {"SESSIONTREE_STORE": "sqlite:///env.db"} if not how else {}
+        code, out, err = _run("demo", *how, env=env)
+        assert code == 0, out + err
+        assert "context after re-open identical: yes" in out
+    assert list(tmp_path.iterdir()) == []  # neither demo.db nor env.db
+
+
+def test_demo_of_a_session_in_a_database_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = "sqlite:///sessions.db"
+    code, out, err = _run("copy", str(EXAMPLE), store)
+    assert code == 0, out + err
+    sid = SessionManager.open(EXAMPLE, read_only=True).get_session_id()
+    code, out, err = _run("demo", sid[:8], "--store", store)
+    assert code == 0, out + err
+    assert f"The tree of {sid}.jsonl" in out and "Days are supported" in out
+    assert "context after re-open identical: yes" in out
