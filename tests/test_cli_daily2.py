@@ -4,7 +4,18 @@ user's file, Markdown without raw HTML, and a depth limit that keeps the active 
 
 from __future__ import annotations
 
+import array
+import fcntl
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -129,3 +140,133 @@ def test_demo_of_a_session_in_a_database_store(tmp_path: Path, monkeypatch: pyte
     assert code == 0, out + err
     assert f"The tree of {sid}.jsonl" in out and "Days are supported" in out
     assert "context after re-open identical: yes" in out
+
+
+# -- 20. one answer to Ctrl+C; nothing written where nothing needs repair; the user's file in errors ---------
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sessiontree", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _interrupt(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err.decode()
+
+
+def test_ctrl_c_while_tree_prints_says_cancelled_and_nothing_about_writing(tmp_path: Path) -> None:
+    manager = SessionManager.create("/w", tmp_path)
+    for i in range(2000):
+        manager.append_message({"role": "user", "content": f"message {i} " + "x" * 80, "timestamp": i})
+    path = manager.get_session_file()
+    manager.close()
+    assert path is not None
+    process = _cli("tree", str(path))
+    assert process.stdout is not None
+    waiting = array.array("i", [0])
+    deadline = time.monotonic() + 120
+    while waiting[0] < 65536:  # the pipe is full: tree is printing, blocked until it is read
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+        fcntl.ioctl(process.stdout.fileno(), termios.FIONREAD, waiting)
+    code, err = _interrupt(process)
+    assert code == 130
+    assert err.strip() == "error: cancelled (Ctrl+C)"  # a read: nothing to say about writing
+
+
+def test_ctrl_c_while_compact_waits_for_the_model_is_a_cancel_not_a_failure(tmp_path: Path) -> None:
+    asked = threading.Event()
+
+    class Holding(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            asked.set()
+            time.sleep(20)  # the model never answers in time
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Holding)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = tmp_path / "agent"
+        agent.mkdir()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        models = {"providers": {"loop": {"baseUrl": url, "apiKey": "k", "models": [{"id": "m"}]}}}
+        (agent / "models.json").write_text(json.dumps(models))
+        session = tmp_path / "s.jsonl"
+        shutil.copyfile(EXAMPLE, session)
+        before = session.read_bytes()
+        process = _cli(
+            "compact", str(session), "--model", "loop/m", "--keep-recent-tokens", "50",
+            env={"PI_CODING_AGENT_DIR": str(agent)},
+        )  # fmt: skip
+        assert asked.wait(120), process.communicate()[1]
+        code, err = _interrupt(process)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 130, err
+    assert err.strip() == f"error: cancelled (Ctrl+C); {session} was not changed"
+    assert session.read_bytes() == before
+
+
+def _read_only_run(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the command line with ``directory`` read-only: a read-only bind mount in a mount namespace of
+    its own (root ignores file modes), else the modes."""
+    command = [sys.executable, "-m", "sessiontree", *args]
+    if os.geteuid() != 0:
+        for path in [directory, *directory.iterdir()]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=directory)
+        finally:
+            for path in [directory, *directory.iterdir()]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+    script = (
+        'mount --make-rprivate / && mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && cd "$0" '
+        '&& exec "$@"'
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script, str(directory), *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if "Read-only file system" not in done.stderr + done.stdout and "mount" in done.stderr:
+        pytest.skip(f"no read-only bind mount here: {done.stderr.strip()}")
+    return done
+
+
+def test_check_repair_of_a_healthy_file_in_a_read_only_directory_writes_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    shutil.copyfile(EXAMPLE, directory / "s.jsonl")
+    done = _read_only_run(directory, "check", "--repair", "s.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "nothing to repair" in done.stdout and done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["fork", "s.jsonl", "--at", "5e55001a"], "cannot write the fork of s.jsonl: "),
+        (["clone", "s.jsonl"], "cannot write the clone of s.jsonl: "),
+        (["export", "s.jsonl", "-o", "out.md", "-f", "md"], "error: out.md: "),
+        (["export", "s.jsonl"], "error: s.html: "),
+    ],
+)
+def test_write_errors_name_the_file_asked_for_not_a_temporary_one(
+    tmp_path: Path, args: list[str], named: str
+) -> None:
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    shutil.copyfile(EXAMPLE, directory / "s.jsonl")
+    done = _read_only_run(directory, *args)
+    assert done.returncode == 1
+    assert named in done.stderr and ".tmp-" not in done.stderr, done.stderr
+    assert sorted(p.name for p in directory.iterdir()) == ["s.jsonl"]

@@ -26,6 +26,7 @@ from ._common import (
     open_read,
     open_write,
     report_writes,
+    run_async,
     say,
 )
 
@@ -67,12 +68,11 @@ def _summarizer(model: str | None, offline: bool) -> Summarizer:
 
 
 def _run_with_spinner(label: str, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` with a spinner on stderr; Ctrl-C cancels it (nothing is written then)."""
-    import anyio
+    """Run ``work`` with a spinner on stderr; Ctrl-C cancels it."""
     from rich.console import Console
 
     with handled(), Console(stderr=True, highlight=False, emoji=False).status(label, spinner="dots"):
-        return anyio.run(work)
+        return run_async(work)
 
 
 def compact_cmd(

@@ -6,6 +6,8 @@ Each validates its arguments on a read-only open before anything is written, the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
@@ -34,6 +36,16 @@ if TYPE_CHECKING:
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The entry (id, unique id prefix or label).")]
 
 
+@contextmanager
+def _writing_beside(source: object, what: str) -> Iterator[None]:
+    """An OS error writing the new session says whose fork or clone it was, and which file it was to be."""
+    try:
+        yield
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"cannot write the {what} of {source}: {where}{exc.strerror or exc}")
+
+
 def fork_cmd(
     file: SessionArg,
     at: Annotated[
@@ -44,9 +56,9 @@ def fork_cmd(
     """Copy the branch up to just before a user message into a new session file (pi's /fork); FILE is not changed. Prints the new file's path and the message's text, to edit and send again."""
     from sessiontree.storage.forking import fork_session
 
-    manager, _ = open_read(file)
+    manager, path = open_read(file)
     target = entry_id(manager, at)
-    with handled():
+    with handled(), _writing_beside(path, "fork"):
         result = fork_session(manager, target)
     if as_json:
         emit_json(
@@ -75,9 +87,9 @@ def clone_cmd(
     """Copy the active branch (root to leaf) into a new session file (pi's /clone); FILE is not changed. Prints the new file's path."""
     from sessiontree.storage.forking import clone_session
 
-    manager, _ = open_read(file)
+    manager, path = open_read(file)
     target = entry_id(manager, leaf) if leaf is not None else None
-    with handled():
+    with handled(), _writing_beside(path, "clone"):
         result = clone_session(manager, target)
     if as_json:
         emit_json({"path": str(result.path), "leafId": result.leaf_id, "entries": result.entries})
