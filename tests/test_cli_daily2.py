@@ -15,8 +15,10 @@ import sys
 import termios
 import threading
 import time
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -270,3 +272,83 @@ def test_write_errors_name_the_file_asked_for_not_a_temporary_one(
     assert done.returncode == 1
     assert named in done.stderr and ".tmp-" not in done.stderr, done.stderr
     assert sorted(p.name for p in directory.iterdir()) == ["s.jsonl"]
+
+
+# -- 21. Markdown export: raw HTML from the session shows as text ------------------------------------------
+def _html_tokens(tokens: list[Any]) -> list[str]:
+    found = []
+    for token in tokens:
+        if token.type in ("html_block", "html_inline"):
+            found.append(token.content)
+        found += _html_tokens(token.children or [])
+    return found
+
+
+def _code(tokens: list[Any]) -> list[str]:
+    found = []
+    for token in tokens:
+        if token.type in ("fence", "code_block", "code_inline"):
+            found.append(token.content)
+        found += _code(token.children or [])
+    return found
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.add(tag)
+
+
+def test_markdown_export_shows_raw_html_as_text_and_keeps_code(tmp_path: Path) -> None:
+    from markdown_it import MarkdownIt
+
+    from tests.test_export import PAYLOAD, _hostile_session
+
+    path = _hostile_session(tmp_path / "h")
+    manager = SessionManager.open(path)
+    manager.append_session_info("<b onmouseover=alert(1)>Title</b>")
+    manager.append_message(
+        {
+            "role": "user",
+            "content": "Open a fence and leave it open:\n```\nstill code",  # must not swallow the next one
+            "timestamp": 4,
+        }
+    )
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "```html\n<div>kept</div>\n```\nInline `<b>` and ``a ` <i>`` and \\<u> stay; "
+                    "<!-- a comment --> <img src=x onerror=alert(1)> does not.\n\n"
+                    "| a | b |\n|---|---|\n| `x | <script>alert(2)</script> | y` |",
+                }
+            ],
+            "api": "anthropic-messages",
+            "provider": "p",
+            "model": "<svg onload=alert(3)>",
+            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
+            "stopReason": "stop",
+            "timestamp": 5,
+        }
+    )
+    manager.close()
+    out = tmp_path / "h.md"
+    code, stdout, stderr = _run("export", str(path), "-f", "md", "-o", str(out))
+    assert code == 0, stdout + stderr
+    text = out.read_text("utf-8")
+    assert text.startswith("# &lt;b onmouseover=alert(1)>Title&lt;/b>\n")
+    for viewer in (MarkdownIt("commonmark"), MarkdownIt("commonmark").enable("table")):  # HTML allowed
+        tokens = viewer.parse(text)
+        assert _html_tokens(tokens) == []
+        code_text = "\n".join(_code(tokens))
+        assert "<div>kept</div>" in code_text and "<b>" in code_text and "a ` <i>" in code_text
+        tags = _Tags()
+        tags.feed(viewer.render(text))
+        assert tags.seen <= {"h1", "h2", "p", "em", "strong", "code", "pre", "blockquote", "table", "thead",
+                             "tbody", "tr", "th", "td", "a"}, tags.seen  # fmt: skip
+    assert PAYLOAD.split("<script>")[0] in text  # the text before the tag is kept as written
