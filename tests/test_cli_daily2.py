@@ -352,3 +352,37 @@ def test_markdown_export_shows_raw_html_as_text_and_keeps_code(tmp_path: Path) -
         assert tags.seen <= {"h1", "h2", "p", "em", "strong", "code", "pre", "blockquote", "table", "thead",
                              "tbody", "tr", "th", "td", "a"}, tags.seen  # fmt: skip
     assert PAYLOAD.split("<script>")[0] in text  # the text before the tag is kept as written
+
+
+# -- 22. the depth limit never hides the active path -------------------------------------------------------
+def test_tree_depth_keeps_the_active_path_and_its_leaf(session: Path) -> None:
+    code, out, _ = _run("tree", str(session), "--depth", "0")
+    assert code == 0, out
+    rows = out.splitlines()
+    assert any(r.startswith("●") and "5e550021" in r for r in rows)  # the leaf
+    assert "… 6 entries in branches nested deeper than 0" in out  # the abandoned branch, folded
+    assert "5e55000a" not in out
+    path = SessionManager.open(session, read_only=True).get_branch()
+    assert all(f" {e['id']} " in out for e in path)
+    code, out, _ = _run("tree", str(session), "--depth", "0", "--json")
+    nodes = [n["id"] for n in json.loads(out)["nodes"]]
+    assert [e["id"] for e in path if e["id"] in nodes] == [e["id"] for e in path]
+    assert "5e55000a" not in nodes
+
+
+def test_tree_depth_on_a_deeply_branched_session(tmp_path: Path) -> None:
+    manager = SessionManager.create("/w", tmp_path)
+    at = None
+    for level in range(4):  # each level: a sibling branch, then the active path nested one deeper
+        first = manager.append_message({"role": "user", "content": f"level {level}", "timestamp": level})
+        manager.append_message({"role": "user", "content": f"abandoned {level}", "timestamp": level})
+        manager.branch(first)
+        at = manager.append_message({"role": "user", "content": f"kept {level}", "timestamp": level})
+    path = manager.get_session_file()
+    manager.close()
+    for depth in ("0", "1"):
+        code, out, _ = _run("tree", str(path), "--depth", depth)
+        assert code == 0, out
+        assert all(f"kept {level}" in out for level in range(4)), out
+        assert any(r.startswith("●") and str(at) in r for r in out.splitlines())
+        assert "abandoned 3" not in out
