@@ -116,3 +116,17 @@ def test_storage_example_runs_on_sqlite(tmp_path: Path, monkeypatch: pytest.Monk
     hits = namespace["hits"]
     assert [h.entry_id for h in hits] == [namespace["sm"].get_leaf_id()]  # type: ignore[attr-defined]
     assert namespace["same"].get_session_id() == namespace["sm"].get_session_id()  # type: ignore[attr-defined]
+
+
+def test_one_spelling_for_the_registry_and_model_ids() -> None:
+    from sessiontree.llm.models import ModelRegistry
+
+    code = "\n".join(_python_blocks())
+    assert "ModelRegistry()" not in code and code.count("ModelRegistry.load()") >= 2
+    assert "registry.find(" not in code  # find gives None on a typo; the examples use require
+    registry = ModelRegistry()
+    named = re.findall(r"\b((?:anthropic|openai)/[\w.-]+)", README)
+    assert named
+    for ref in named:  # every provider/id in the README as the registry spells it
+        provider, _, model_id = ref.partition("/")
+        assert registry.get(provider, model_id) is not None, ref
