@@ -130,3 +130,27 @@ def test_one_spelling_for_the_registry_and_model_ids() -> None:
     for ref in named:  # every provider/id in the README as the registry spells it
         provider, _, model_id = ref.partition("/")
         assert registry.get(provider, model_id) is not None, ref
+
+
+def test_the_fast_subset_the_readme_names_leaves_out_the_long_runs() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import SLOW_MODULES
+
+    assert '`.venv/bin/pytest -m "not slow"` runs the fast subset' in README
+    assert all((ROOT / module).is_file() for module in SLOW_MODULES)
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "-m", "not slow",
+         "tests/chat/test_chat_tmux.py", "tests/test_export.py", "tests/test_readme.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert ids and not [i for i in ids if "test_chat_tmux" in i], collected.stdout
+    for chromium in (
+        "test_the_page_shows_the_branch_and_the_tree_in_chromium",
+        "test_a_hostile_session_runs_no",
+    ):
+        assert not [i for i in ids if chromium in i]  # the Chromium tests are slow by their fixture
+    assert any("test_markdown_export" in i for i in ids)  # and the rest of the file stays
