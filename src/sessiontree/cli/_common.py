@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from sessiontree.session.manager import SessionManager
 
     from ..storage import Problem
-
-T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -304,69 +302,11 @@ def handled() -> Iterator[None]:
         cancelled()
 
 
-EXIT_CANCELLED = 130
-_WRITING_KEY = "sessiontree.writing"
-
-
-def _signature(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_size, info.st_mtime_ns
-
-
 def cancelled() -> NoReturn:
-    """Ctrl+C, the same for every command: one line saying what is true of the files it opened to write
-    (nothing to say for a command that only reads), and exit code 130."""
-    import click
+    """Ctrl+C, the same for every command: one line (see ``interrupts.cancel_message``) and exit code 130."""
+    from .interrupts import EXIT_CANCELLED, cancel_message
 
-    ctx = click.get_current_context(silent=True)
-    writing: list[tuple[Path, tuple[int, int] | None]] = ctx.meta.get(_WRITING_KEY, []) if ctx else []
-    told = []
-    for path, before in writing:
-        changed = _signature(path) != before
-        told.append(f"{path} was changed before it" if changed else f"{path} was not changed")
-    fail("cancelled (Ctrl+C)" + (f"; {'; '.join(told)}" if told else ""), EXIT_CANCELLED)
-
-
-def run_async(work: Callable[[], Awaitable[T]]) -> T:
-    """``anyio.run(work)`` where Ctrl+C ends in ``KeyboardInterrupt``. asyncio cancels the task on Ctrl+C and
-    says so only when the task ends cancelled, but a provider SDK turns the cancellation into a connection
-    error: the command would fail as if the network had, not stop because it was asked to."""
-    import asyncio
-    import signal
-    import threading
-
-    import anyio
-
-    if threading.current_thread() is not threading.main_thread():
-        return anyio.run(work)
-    running: dict[str, Any] = {}
-
-    async def main() -> T:
-        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
-        return await work()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        task = running.get("task")
-        if task is None or task.done() or running.get("interrupted"):  # not started, over, or twice
-            raise KeyboardInterrupt
-        running["interrupted"] = True
-        running["loop"].call_soon_threadsafe(task.cancel)  # as asyncio does, then say what it was
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    try:
-        result = anyio.run(main)
-    except BaseException:
-        if running.get("interrupted"):
-            raise KeyboardInterrupt from None
-        raise
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if running.get("interrupted"):  # the work ended anyway: still a cancel, and said as one
-        raise KeyboardInterrupt
-    return result
+    fail(cancel_message(), EXIT_CANCELLED)
 
 
 def terminal_width() -> int:
@@ -467,11 +407,10 @@ def open_write(path: Path, **options: Any) -> SessionManager:
     was migrated and where the original is."""
     with handled():
         manager = open_session(path, read_only=False, **options)
-    import click
+    if not isinstance(path, StoreTarget):
+        from .interrupts import opened_to_write
 
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None and not isinstance(path, StoreTarget):  # what Ctrl+C then reports on
-        ctx.meta.setdefault(_WRITING_KEY, []).append((Path(path), _signature(Path(path))))
+        opened_to_write(Path(path))
     for problem in manager.problems:
         if problem.kind in ("migrated", "symlink"):
             note(problem.message)

@@ -26,7 +26,6 @@ from ._common import (
     open_read,
     open_write,
     report_writes,
-    run_async,
     say,
 )
 
@@ -70,6 +69,8 @@ def _summarizer(model: str | None, offline: bool) -> Summarizer:
 def _run_with_spinner(label: str, work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` with a spinner on stderr; Ctrl-C cancels it."""
     from rich.console import Console
+
+    from .interrupts import run_async
 
     with handled(), Console(stderr=True, highlight=False, emoji=False).status(label, spinner="dots"):
         return run_async(work)
