@@ -152,6 +152,33 @@ def postgres_server(
     postgres_cluster.ensure_running()
 
 
+# The fast subset, ``pytest -m "not slow"``: what drives a real program for long (tmux, Chromium, killed and
+# restarted processes, benchmark runs, fuzz campaigns) is marked slow here, by module or by the fixture a
+# test asks for, so that no test file has to remember it.
+SLOW_MODULES = frozenset(
+    {
+        "tests/chat/test_chat_tmux.py",  # sessiontree chat driven in tmux
+        "tests/agent/test_agent_crash.py",  # runs SIGKILLed at random points
+        "tests/backends/test_sql_concurrency.py",  # many processes on one SQL store
+        "tests/backends/test_sql_faults.py",  # writers killed mid-transaction, PostgreSQL restarted
+        "tests/property/test_store_fuzz.py",  # fuzz campaigns against every store
+        "tests/test_bench_smoke.py",  # the benchmarks, end to end
+        "tests/test_bench_storage_smoke.py",
+        "tests/agent/test_agent_bench_smoke.py",
+        "tests/integrations/test_bench_smoke.py",
+    }
+)
+SLOW_FIXTURES = frozenset({"chromium", "postgres_server"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests (see ``SLOW_MODULES``)."""
+    for item in items:
+        module = item.path.relative_to(REPO_ROOT).as_posix() if item.path.is_relative_to(REPO_ROOT) else ""
+        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the seeds and counts of the fuzz runs, so any run can be replayed."""
     from tests.property.test_store_fuzz import FUZZ_RUNS

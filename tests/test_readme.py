@@ -116,3 +116,41 @@ def test_storage_example_runs_on_sqlite(tmp_path: Path, monkeypatch: pytest.Monk
     hits = namespace["hits"]
     assert [h.entry_id for h in hits] == [namespace["sm"].get_leaf_id()]  # type: ignore[attr-defined]
     assert namespace["same"].get_session_id() == namespace["sm"].get_session_id()  # type: ignore[attr-defined]
+
+
+def test_one_spelling_for_the_registry_and_model_ids() -> None:
+    from sessiontree.llm.models import ModelRegistry
+
+    code = "\n".join(_python_blocks())
+    assert "ModelRegistry()" not in code and code.count("ModelRegistry.load()") >= 2
+    assert "registry.find(" not in code  # find gives None on a typo; the examples use require
+    registry = ModelRegistry()
+    named = re.findall(r"\b((?:anthropic|openai)/[\w.-]+)", README)
+    assert named
+    for ref in named:  # every provider/id in the README as the registry spells it
+        provider, _, model_id = ref.partition("/")
+        assert registry.get(provider, model_id) is not None, ref
+
+
+def test_the_fast_subset_the_readme_names_leaves_out_the_long_runs() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import SLOW_MODULES
+
+    assert '`.venv/bin/pytest -m "not slow"` runs the fast subset' in README
+    assert all((ROOT / module).is_file() for module in SLOW_MODULES)
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "-m", "not slow",
+         "tests/chat/test_chat_tmux.py", "tests/test_export.py", "tests/test_readme.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert ids and not [i for i in ids if "test_chat_tmux" in i], collected.stdout
+    for chromium in (
+        "test_the_page_shows_the_branch_and_the_tree_in_chromium",
+        "test_a_hostile_session_runs_no",
+    ):
+        assert not [i for i in ids if chromium in i]  # the Chromium tests are slow by their fixture
+    assert any("test_markdown_export" in i for i in ids)  # and the rest of the file stays

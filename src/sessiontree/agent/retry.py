@@ -5,7 +5,8 @@ rate limited, a 5xx, a dropped connection, a timeout) and is neither a context o
 that) nor a spent quota or billing limit (waiting does not help). Attempt k waits ``base × 2^(k-1)`` ms,
 abortably; the failed reply stays in the session, only the retried request leaves it out. The counter
 resets at the first reply that is not an error. The SDKs' own HTTP retries (``StreamOptions.max_retries``)
-come first; this is the layer above them, with pi's events ``auto_retry_start`` and ``auto_retry_end``.
+are off by default, so these are all the attempts, each announced with pi's events ``auto_retry_start`` and
+``auto_retry_end``.
 """
 
 from __future__ import annotations

@@ -59,7 +59,13 @@ class _QuietHelp:
 
 
 class Command(_QuietHelp, TyperCommand):
-    """A command whose help lists flags without ``<bool>``."""
+    """A command whose help lists flags without ``<bool>``, and whose Ctrl+C ends it with one line."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # wherever it came: reading, printing, waiting for a model
+            cancelled()
 
 
 class Group(_QuietHelp, TyperGroup):
@@ -79,12 +85,26 @@ class Group(_QuietHelp, TyperGroup):
             holder = typer.Typer(
                 add_completion=False, context_settings={"help_option_names": ["-h", "--help"]}
             )
-            add_command(
-                holder, cmd_name, getattr(importlib.import_module(f"{__package__}.{module}"), function)
-            )
+            command = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+            add_command(holder, cmd_name, command)
             found = self.commands[cmd_name] = typer.main.get_command(holder)
-            _add_store_option(found)
+            _restore_argument_help(found, command)
+            if cmd_name not in _NO_STORE:
+                _add_store_option(found)
         return found
+
+
+def _restore_argument_help(command: Any, function: Any) -> None:
+    """Give each argument the help its annotation declares: click 8.5 added ``help`` to ``click.Argument``
+    and its constructor resets the one typer 0.24 sets first, so ``--help`` would describe no argument."""
+    from typer.utils import get_params_from_function
+
+    declared = {
+        name: getattr(meta.default, "help", None) for name, meta in get_params_from_function(function).items()
+    }
+    for param in command.params:
+        if param.param_type_name == "argument" and not getattr(param, "help", None):
+            param.help = declared.get(param.name)
 
 
 STORE_ENV = "SESSIONTREE_STORE"
@@ -96,12 +116,18 @@ def _remember_store(ctx: Any, param: Any, value: str | None) -> None:
         ctx.meta[_STORE_KEY] = value
 
 
+_NO_STORE = frozenset({"copy"})
+"""Commands that name their stores in their arguments (``copy SRC DST``) and so take no ``--store``."""
+
+
 def _add_store_option(command: Any) -> None:
-    """Give a command ``--store URL`` (and ``$SESSIONTREE_STORE``): FILE is then a session id in that store."""
+    """Give a command ``--store URL`` (and ``$SESSIONTREE_STORE``): the store its FILE, listing, search or
+    migration is in."""
     import click
 
     if any("--store" in getattr(p, "opts", ()) for p in command.params):
         return
+    takes_file = any(p.param_type_name == "argument" and "FILE" in (p.metavar or "") for p in command.params)
     command.params.append(
         click.Option(
             ["--store"],
@@ -111,7 +137,8 @@ def _add_store_option(command: Any) -> None:
             is_eager=True,
             callback=_remember_store,
             help="A session store: a directory or jsonl:DIR (pi's files), sqlite:///PATH, postgresql://... "
-            f"(default ${STORE_ENV}, else pi's session directory). FILE is then a session id in it.",
+            f"(default ${STORE_ENV}, else pi's session directory)."
+            + (" FILE is then a session id (or a unique prefix of one) in it." if takes_file else ""),
         )
     )
 
@@ -121,8 +148,30 @@ def current_store() -> str | None:
     import click
 
     ctx = click.get_current_context(silent=True)
-    chosen = ctx.meta.get(_STORE_KEY) if ctx is not None else None
-    return chosen or os.environ.get(STORE_ENV) or None
+    if ctx is not None and _STORE_KEY in ctx.meta:
+        return ctx.meta[_STORE_KEY] or None
+    return os.environ.get(STORE_ENV) or None
+
+
+@contextmanager
+def without_store() -> Iterator[None]:
+    """Inside, FILE arguments are files (or sessions in pi's directory) whatever ``--store`` says: for a
+    command that works on a file of its own, as ``demo`` on its copy."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        yield
+        return
+    had, chosen = _STORE_KEY in ctx.meta, ctx.meta.get(_STORE_KEY)
+    ctx.meta[_STORE_KEY] = None
+    try:
+        yield
+    finally:
+        if had:
+            ctx.meta[_STORE_KEY] = chosen
+        else:
+            del ctx.meta[_STORE_KEY]
 
 
 class StoreTarget(str):
@@ -250,7 +299,14 @@ def handled() -> Iterator[None]:
         where = f"{exc.filename}: " if exc.filename else ""
         fail(f"{where}{exc.strerror or exc}")
     except KeyboardInterrupt:
-        fail("Cancelled; nothing was written.", 130)
+        cancelled()
+
+
+def cancelled() -> NoReturn:
+    """Ctrl+C, the same for every command: one line (see ``interrupts.cancel_message``) and exit code 130."""
+    from .interrupts import EXIT_CANCELLED, cancel_message
+
+    fail(cancel_message(), EXIT_CANCELLED)
 
 
 def terminal_width() -> int:
@@ -351,6 +407,10 @@ def open_write(path: Path, **options: Any) -> SessionManager:
     was migrated and where the original is."""
     with handled():
         manager = open_session(path, read_only=False, **options)
+    if not isinstance(path, StoreTarget):
+        from .interrupts import opened_to_write
+
+        opened_to_write(Path(path))
     for problem in manager.problems:
         if problem.kind in ("migrated", "symlink"):
             note(problem.message)

@@ -131,25 +131,32 @@ def _line(
 
 
 def _fold(first_hidden: TreeRow, count: int, depth: int, options: TreeOptions, style: Styler) -> str:
-    guides = first_hidden.guides[: depth + 1]
-    start = first_hidden.branch_start and len(first_hidden.guides) == depth + 1
-    prefix = connector_prefix(guides, start, _max_levels(options.width))
+    # drawn where the first hidden row would be: one level below the row above it (under an active path
+    # deeper than the limit, that is deeper than depth + 1)
+    prefix = connector_prefix(first_hidden.guides, first_hidden.branch_start, _max_levels(options.width))
     what = "entry" if count == 1 else "entries"
     return style(f"  {prefix}… {count} {what} in branches nested deeper than {depth}", "dim")
 
 
-def _visible(rows: list[TreeRow], options: TreeOptions) -> Iterator[tuple[TreeRow, int]]:
-    """Rows to draw; a run of rows nested deeper than ``depth`` comes as (its first row, its length)."""
+def _shown(row: TreeRow, depth: int | None, active: set[str]) -> bool:
+    """Whether ``row`` is drawn under ``--depth``: nested at most ``depth`` levels, or on the active path
+    (which no depth hides: the leaf and the way to it are what the tree is read for)."""
+    return depth is None or row.indent <= depth or getattr(row.node, "id", None) in active
+
+
+def _visible(rows: list[TreeRow], options: TreeOptions, active: set[str]) -> Iterator[tuple[TreeRow, int]]:
+    """Rows to draw; a run of hidden rows (nested deeper than ``depth``, off the active path) comes as (its
+    first row, its length)."""
     depth = options.depth
     i, n = 0, len(rows)
     while i < n:
         row = rows[i]
-        if depth is None or row.indent <= depth:
+        if _shown(row, depth, active):
             yield row, 0
             i += 1
             continue
         j = i
-        while j < n and rows[j].indent > depth:
+        while j < n and not _shown(rows[j], depth, active):
             j += 1
         yield row, j - i
         i = j
@@ -213,7 +220,7 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
     leaf = manager.get_leaf_id()
     active = set(_path_ids(manager))
     consumed = 0
-    for shown, (row, folded) in enumerate(_visible(rows, options)):
+    for shown, (row, folded) in enumerate(_visible(rows, options, active)):
         if options.limit is not None and shown >= options.limit:
             rest = len(rows) - consumed
             yield style(
@@ -242,7 +249,8 @@ def tree_json(manager: SessionManager, options: TreeOptions) -> dict[str, Any]:
     and timestamp); ``--active`` and ``--limit`` select rows as in the text form."""
     rows = _rows(manager, options)
     if options.depth is not None:
-        rows = [r for r in rows if r.indent <= options.depth]
+        active = set(_path_ids(manager))
+        rows = [r for r in rows if _shown(r, options.depth, active)]
     if options.limit is not None:
         rows = rows[: options.limit]
     nodes = []

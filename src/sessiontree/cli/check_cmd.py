@@ -31,6 +31,11 @@ from ._common import (
 )
 
 
+def _needs_repair(problem: Any) -> bool:
+    """Damage, or an old format version (repair migrates it); notes of what a read did are not."""
+    return not problem.is_note or problem.kind == "migrated"
+
+
 def check_cmd(
     file: SessionArg,
     repair: Annotated[
@@ -47,7 +52,7 @@ def check_cmd(
     from sessiontree.format.ids import iso_from_ms, now_ms, uuid7
     from sessiontree.session.check import check_session_file
 
-    from ..storage.repair import repair_session_file
+    from ..storage.repair import RepairReport, repair_session_file
 
     if force and not repair:
         fail("--force only applies with --repair", EXIT_USAGE)
@@ -64,13 +69,16 @@ def check_cmd(
             problems = manager.problems
             manager.close()
         else:
-            if repair:
+            problems = check_session_file(path)
+            if repair and not any(_needs_repair(p) for p in problems):
+                report = RepairReport(path)  # nothing to repair: the file is not even opened to write
+            elif repair:
                 report = repair_session_file(
                     path,
                     new_header_factory=lambda: session_header(uuid7(), iso_from_ms(now_ms()), os.getcwd()),
                     force=force,
                 )
-            problems = check_session_file(path)
+                problems = check_session_file(path)
     damaged = any(not p.is_note for p in problems)
     if as_json:
         emit_json(

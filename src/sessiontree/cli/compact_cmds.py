@@ -67,12 +67,13 @@ def _summarizer(model: str | None, offline: bool) -> Summarizer:
 
 
 def _run_with_spinner(label: str, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` with a spinner on stderr; Ctrl-C cancels it (nothing is written then)."""
-    import anyio
+    """Run ``work`` with a spinner on stderr; Ctrl-C cancels it."""
     from rich.console import Console
 
+    from .interrupts import run_async
+
     with handled(), Console(stderr=True, highlight=False, emoji=False).status(label, spinner="dots"):
-        return anyio.run(work)
+        return run_async(work)
 
 
 def compact_cmd(
@@ -134,17 +135,26 @@ def compact_cmd(
     )
 
 
-def _print_move(move: BranchMove, persisted: bool) -> None:
+def _print_move(move: BranchMove, persisted: bool, summarize: bool) -> None:
     say(f"Moved the leaf from {move.old_leaf_id} to {move.new_leaf_id or '(before the first entry)'}.")
     entry = move.summary_entry
+    moved = move.new_leaf_id != move.old_leaf_id
     if entry is not None:
         say(
             f"Appended branch_summary {entry['id']} (parent {entry['parentId']}, fromId {entry['fromId']}) "
             f"summarizing {move.entries_abandoned} abandoned entries."
         )
-    elif persisted and move.new_leaf_id != move.old_leaf_id:
+    elif persisted and moved:
         say("Appended a leaf entry recording the move (pi itself does not read leaf entries).")
-    elif move.new_leaf_id != move.old_leaf_id:
+    elif summarize and moved:
+        left = "entry" if move.entries_abandoned == 1 else "entries"
+        say(
+            f"Nothing to summarize: what is left behind ({move.entries_abandoned} {left}) holds no messages, "
+            "so no summary was written, and the move is lost when the command ends (a session file records where "
+            "you are only by its last entry). To keep it, run the same command with --persist-leaf (appends "
+            "a leaf entry, which sessiontree reads but pi does not)."
+        )
+    elif moved:
         say(
             "Nothing was written: a session file records where you are only by its last entry, so a bare move "
             "is lost when the command ends. To keep it, run the same command with --summarize (appends a "
@@ -216,4 +226,4 @@ def branch_cmd(
             }
         )
         return
-    _print_move(move, persist_leaf)
+    _print_move(move, persist_leaf, summarize)

@@ -18,7 +18,7 @@ import typer
 
 from sessiontree.format.safe_text import safe_text
 
-from ._common import EXIT_FAILED, fail, handled, say, session_path
+from ._common import EXIT_FAILED, StoreTarget, fail, handled, say, session_path, without_store
 
 if TYPE_CHECKING:
     from .. import SessionManager
@@ -101,20 +101,28 @@ def demo_cmd(
     from ..llm.convert import convert_to_llm
     from .inspect_cmds import context_cmd, tree_cmd
 
+    # FILE may be a session in a --store; the shipped example is a file, and the store is never opened for it
     source = session_path(file) if file is not None else example_session()
-    if not source.is_file():
+    if not isinstance(source, StoreTarget) and not source.is_file():
         fail(f"{source}: the example session is missing from this installation", EXIT_FAILED)
     temporary = workdir is None
     target_dir = Path(tempfile.mkdtemp(prefix="sessiontree-demo-")) if workdir is None else workdir
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        copy = target_dir / source.name
+        name = f"{source.session_id}.jsonl" if isinstance(source, StoreTarget) else source.name
+        copy = target_dir / name
         with handled():
-            shutil.copyfile(source, copy)
-        _step(f"1. The tree of {source.name} (a copy in {target_dir})")
-        tree_cmd(str(copy))
-        _step("2. What the model sees at the leaf")
-        context_cmd(str(copy))
+            if isinstance(source, StoreTarget):  # a database session: its exact lines, as a file
+                from ..session.copying import copy_session
+
+                copy_session(f"{source.url}#{source.session_id}", str(copy))
+            else:
+                shutil.copyfile(source, copy)
+        _step(f"1. The tree of {name} (a copy in {target_dir})")
+        with without_store():  # the tour runs on its copy, a file
+            tree_cmd(str(copy))
+            _step("2. What the model sees at the leaf")
+            context_cmd(str(copy))
         with handled():
             manager = SessionManager.open(copy)
         with manager:

@@ -176,7 +176,8 @@ def tree_cmd(
             "--depth",
             metavar="N",
             min=0,
-            help="Show branches nested at most N levels deep; deeper ones are folded into a count.",
+            help="Show branches nested at most N levels deep; deeper ones are folded into a count, except "
+            "the active path, which is always shown.",
         ),
     ] = None,
     limit: LimitOpt = None,

@@ -1,12 +1,16 @@
 """A session branch as Markdown for pasting: one heading per message, code fences for tool calls and output.
 
 Session text is kept as written (it is usually Markdown already), made display-safe (control characters
-escaped); fences are longer than any backtick run they enclose. It reads the session and never writes it.
+escaped), and its raw HTML is shown as text, as the HTML export shows it: outside code blocks and code
+spans, ``<`` is written ``&lt;``, so no viewer renders a tag, a script or a comment from the session. The
+whole page is read once for that, so a fence left open in one message cannot change what is code in the
+next. Fences are longer than any backtick run they enclose. It reads the session and never writes it.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.format.pi_json import dumps
@@ -29,6 +33,62 @@ def _fence(text: str, info: str = "") -> str:
 
 def _safe(value: Any) -> str:
     return safe_text(value if isinstance(value, str) else dumps(value), keep_newlines=True)
+
+
+def _no_html(page: str) -> str:
+    """``<`` as ``&lt;`` everywhere but in code blocks and code spans (where it shows as it is anyway)."""
+    if "<" not in page:
+        return page
+    from markdown_it import MarkdownIt
+
+    code: set[int] = set()
+    for token in MarkdownIt("commonmark", {"html": False}).parse(page):  # the blocks with no HTML in them
+        if token.type in ("fence", "code_block") and token.map:
+            code.update(range(*token.map))
+    lines = page.split("\n")
+    return "\n".join(line if n in code else _escape_line(line) for n, line in enumerate(lines))
+
+
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def _escape_line(line: str) -> str:
+    """A line outside code blocks: ``<`` escaped except inside a code span that closes on this line (a span
+    over several lines is escaped too, which only shows it as ``&lt;``). A table row splits into cells
+    before its spans are read, so in a line with a ``|`` every ``<`` is escaped."""
+    spans = "|" not in line
+    out: list[str] = []
+    i, n = 0, len(line)
+    while i < n:
+        char = line[i]
+        if char == "\\" and i + 1 < n and line[i + 1] in _PUNCTUATION:  # an escaped character stays
+            out.append(line[i : i + 2])
+            i += 2
+        elif char == "`" and spans:
+            run_end = i
+            while run_end < n and line[run_end] == "`":
+                run_end += 1
+            close = _closing_run(line, run_end, run_end - i)
+            stop = run_end if close < 0 else close + (run_end - i)
+            out.append(line[i:stop])
+            i = stop
+        else:
+            out.append("&lt;" if char == "<" else char)
+            i += 1
+    return "".join(out)
+
+
+def _closing_run(line: str, start: int, length: int) -> int:
+    """Where the next run of exactly ``length`` backticks starts in ``line``, or -1."""
+    at = line.find("`" * length, start)
+    while at >= 0:
+        end = at
+        while end < len(line) and line[end] == "`":
+            end += 1
+        if end - at == length:
+            return at
+        at = line.find("`" * length, end)
+    return -1
 
 
 def _blocks(content: Any) -> list[str]:
@@ -108,4 +168,4 @@ def export_markdown(manager: SessionManager, leaf_id: str | None = None) -> str:
             continue
         lines.extend(["", f"## {heading}", ""])
         lines.append("\n\n".join(p for p in parts if p))
-    return "\n".join(lines) + "\n"
+    return _no_html("\n".join(lines) + "\n")

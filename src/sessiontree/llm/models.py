@@ -327,28 +327,44 @@ class ModelRegistry:
         )
 
     def suggest(self, ref: str, n: int = 3) -> list[str]:
-        """The known ``provider/id`` names closest to ``ref`` (for "did you mean" messages)."""
-        # with a provider, compare whole names; a bare id is compared with the ids
-        whole = "/" in ref
-        keyed = {
-            _spelling(f"{m.provider}/{m.id}" if whole else m.id): f"{m.provider}/{m.id}"
-            for m in self._models.values()
-        }
-        close = difflib.get_close_matches(_spelling(ref), list(keyed), n=n, cutoff=0.5)
-        return [keyed[c] for c in close]
+        """The known ``provider/id`` names close to ``ref`` (for "did you mean" messages): its id misspelled
+        (``gpt5``, ``claude-sonet-4-5``) or a part of one (``opus``), on any provider (a misspelled provider
+        still finds the model). Nothing when no id is close: a name is never suggested for its provider alone.
+        """
+        provider, _, model_id = ref.rpartition("/")
+        wanted = _spelling(model_id)
+        if not wanted:
+            return []
+        by_id: dict[str, list[Model]] = {}
+        for model in self._models.values():
+            by_id.setdefault(_spelling(model.id), []).append(model)
+        close = difflib.get_close_matches(wanted, list(by_id), n=n, cutoff=0.75)
+        if len(wanted) >= 3:  # a part of an id, as a whole word of it: "opus", "mini", "gpt-5"
+            close += [i for i in by_id if i not in close and f"-{wanted}-" in f"-{i}-"]
+        named = _spelling(provider)
+        found = [m for i in close for m in by_id[i]]
+        found.sort(key=lambda m: _spelling(m.provider) != named)  # the named provider's model first
+        return [f"{m.provider}/{m.id}" for m in found][:n]
 
     def require(self, ref: str) -> Model:
-        """``find(ref)``, or ``LookupError`` naming the closest known models."""
+        """``find(ref)``, or ``LookupError`` naming the close known models, else what to do instead."""
         found = self.find(ref)
         if found is not None:
             return found
         close = self.suggest(ref)
-        hint = (
-            f"; did you mean {' or '.join(close)}?"
-            if close
-            else " (add it to the models file or use provider/id)"
+        if close:
+            raise LookupError(f"Unknown model {ref!r}; did you mean {' or '.join(close)}?")
+        provider, _, model_id = ref.rpartition("/")
+        providers = sorted({m.provider for m in self._models.values()})
+        if provider and _spelling(provider) not in {_spelling(p) for p in providers}:
+            why = f"no provider {provider!r} is known (known: {', '.join(providers)})"
+        elif provider:
+            why = f"{provider} has no model {model_id!r}"
+        else:
+            why = "no provider has a model by that id"
+        raise LookupError(
+            f"Unknown model {ref!r}: {why}; a models file ({default_models_path()}) adds models"
         )
-        raise LookupError(f"Unknown model {ref!r}{hint}")
 
     def api_key(self, provider: str) -> str | None:
         """The key for ``provider``: from the user model file, else pi's ``auth.json``, else the environment."""

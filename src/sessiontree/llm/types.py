@@ -152,7 +152,10 @@ class StreamOptions:
     """Anthropic prompt caching: ``none`` sends no cache markers, ``long`` asks for a 1 hour TTL."""
     base_url: str | None = None
     timeout: float | None = None
-    max_retries: int = 2
+    max_retries: int = 0
+    """The provider SDK's own HTTP retries, off by default: a call is one request, and retrying is the
+    agent's (``agent.retry``), which says so (``auto_retry_start``); SDK retries under it would multiply
+    the attempts out of sight."""
     on_payload: Callable[[dict[str, Any]], Any] | None = None
     """Called with the request body just before it is sent (logging, tests, payload hooks); a dict it returns
     (or an awaitable of one) is sent instead."""

@@ -225,6 +225,11 @@ def _temp_file(directory: Path, stem: str) -> tuple[Path, int]:
     raise StorageError(f"{directory}: cannot create a temporary file", path=str(directory))
 
 
+def _as_error_of(exc: OSError, path: Path) -> OSError:
+    """The error naming the file being written rather than its temporary file (which no longer exists)."""
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
 def _take_mode_and_owner(fd: int, path: Path) -> None:
     """Give the new file behind ``fd`` the mode and owner of the file it replaces (as far as allowed)."""
     try:
@@ -253,7 +258,10 @@ def atomic_replace(
     """
     ensure_dir(path.parent)
     require_safe_dir(path.parent)
-    temp, fd = _temp_file(path.parent, path.name)
+    try:
+        temp, fd = _temp_file(path.parent, path.name)
+    except OSError as exc:
+        raise _as_error_of(exc, path) from None
     try:
         if not exclusive:
             _take_mode_and_owner(fd, path)
@@ -275,10 +283,12 @@ def atomic_replace(
         else:
             os.replace(temp, path)
         fsync_dir(path.parent)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        if isinstance(exc, OSError) and exc.filename in (None, str(temp)):
+            raise _as_error_of(exc, path) from None
         raise
     if keep_open:
         return fd
