@@ -104,6 +104,10 @@ def postgres_cluster() -> Iterator[PostgresTarget]:
         external = from_environment()
     except PostgresUnavailable as exc:
         require_postgres(str(exc))
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        # With parallel workers (pytest-xdist) each worker after the first has a cluster of its own: tests
+        # stop, restart and fill their server, which must not happen under another worker's tests.
+        external = None
     if external is not None:
         if not external.accepts_connections():
             require_postgres(f"cannot connect to {URL_ENV}={external.url}")
