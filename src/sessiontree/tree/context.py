@@ -22,6 +22,7 @@ __all__ = [
     "build_session_context",
     "build_session_path",
     "compute_retained_tail",
+    "context_indexes",
     "get_latest_compaction_index",
     "get_session_context_settings",
     "path_ids",
@@ -263,25 +264,33 @@ def build_context_entries(path: Sequence[Entry]) -> list[Entry]:
     left out), then every entry after ``C``. Non-message entries of the range are kept so a UI can
     render them; they map to no message.
     """
+    return [path[i] for i in context_indexes(path)]
+
+
+def context_indexes(path: Sequence[Entry]) -> list[int]:
+    """The indexes into ``path`` of ``build_context_entries(path)``, in the same order."""
     c_index = get_latest_compaction_index(path)
     if c_index is None:
-        return [path[i] for i in range(len(path))]
+        return list(range(len(path)))
     compaction = path[c_index]
-    selected: list[Entry] = [compaction]
+    selected = [c_index]
     if not _has_retained_tail(compaction):
         first_kept = compaction.get("firstKeptEntryId")
-        ids = _ids(path)
-        types = _types(path)
         start = None
         if isinstance(first_kept, str):
+            ids = _ids(path)
             id_list = ids if isinstance(ids, list) else list(ids)
             try:
                 start = id_list.index(first_kept, 0, c_index)
             except ValueError:
                 start = None
         if start is not None:
-            selected.extend(path[i] for i in range(start, c_index) if types[i] != "compaction")
-    selected.extend(path[i] for i in range(c_index + 1, len(path)))
+            types = _types(path)
+            if "compaction" in types[start:c_index]:
+                selected.extend(i for i in range(start, c_index) if types[i] != "compaction")
+            else:
+                selected.extend(range(start, c_index))
+    selected.extend(range(c_index + 1, len(path)))
     return selected
 
 
@@ -358,10 +367,21 @@ def branch_summary_entry_message(entry: Entry) -> dict[str, Any]:
 
 def context_from_path(path: Sequence[Entry]) -> SessionContext:
     """``build_session_context`` for a path that is already known (root first)."""
+    indexes = context_indexes(path)
+    preload = getattr(path, "preload", None)
+    if preload is not None:  # a lazy view: decode the entries read below in bulk
+        preload(indexes)
     settings = get_session_context_settings(path)
     messages: list[dict[str, Any]] = []
-    for entry in build_context_entries(path):
-        messages.extend(session_entry_to_context_messages(entry))
+    add = messages.append
+    types = _types(path)
+    for i in indexes:
+        if types[i] == "message":  # most entries: the stored message is the runtime message, not a copy
+            message = path[i].get("message")
+            if message is not None:
+                add(message)
+        else:
+            messages.extend(session_entry_to_context_messages(path[i]))
     return SessionContext(messages, settings.thinking_level, settings.model, settings.active_tool_names)
 
 

@@ -29,7 +29,7 @@ class PathView(Sequence[Entry]):
     sparse (only the entries a context needs, in path order), which ``context.py`` cannot tell apart.
     """
 
-    __slots__ = ("_load", "_parents", "_raw", "ids", "types")
+    __slots__ = ("_load", "_parents", "_preload", "_raw", "ids", "types")
 
     def __init__(
         self,
@@ -38,12 +38,20 @@ class PathView(Sequence[Entry]):
         parents: list[str | None] | Callable[[], list[str | None]],
         load: Callable[[int], Entry],
         raw: Callable[[int], bytes],
+        preload: Callable[[Sequence[int]], None] | None = None,
     ) -> None:
         self.ids = ids
         self.types = types
         self._parents = parents
         self._load = load
         self._raw = raw
+        self._preload = preload
+
+    def preload(self, indexes: Sequence[int]) -> None:
+        """Decode the entries at these indexes of the path now, in bulk, for a caller about to read them
+        all (a file store reads nearby lines together instead of one read per entry)."""
+        if self._preload is not None and indexes:
+            self._preload(indexes)
 
     @property
     def parents(self) -> list[str | None]:
@@ -280,13 +288,18 @@ class LocalIndex(SessionIndex):
 
     def path_view(self, leaf_id: str | None) -> PathView:
         store = self.store
-        positions = self.positions(leaf_id)
+        i = None if leaf_id is None else store.index_of(leaf_id)
+        runs = [] if i is None else self.tree_index.path_runs(i)
+        positions: list[int] = []
+        for start, stop in runs:
+            positions.extend(range(start, stop))
         return PathView(
-            store.ids_at(positions),
-            store.types_at(positions),
+            store.ids_in(runs),
+            store.types_in(runs),
             lambda: [store.parent_at(p) for p in positions],
             lambda i: store.entry_at(positions[i]),
             lambda i: store.raw_at(positions[i]),
+            lambda indexes: store.preload([positions[k] for k in indexes]),
         )
 
     def children(self, entry_id: str) -> list[Entry]:
