@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from sessiontree.storage import _fileio
+from sessiontree.storage.cache_dir import CACHE_ENV, default_cache_dir
 from sessiontree.storage.session_dirs import (
     SessionInfo,
     build_session_info,
@@ -31,7 +32,6 @@ from sessiontree.storage.session_dirs import (
 
 __all__ = ["CACHE_ENV", "Catalogue", "ListedSessions", "default_cache_dir", "list_sessions", "session_dirs"]
 
-CACHE_ENV = "SESSIONTREE_CACHE_DIR"
 _FORMAT = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
@@ -39,16 +39,6 @@ Progress = Callable[[int, int], None]
 # (size, mtime_ns, ctime_ns, inode): ctime moves on every change to a file and cannot be set back by tools
 # that preserve mtime, so a rewritten file of the same size and mtime is still noticed.
 _Stamp = tuple[int, int, int, int]
-
-
-def default_cache_dir() -> Path:
-    """``$SESSIONTREE_CACHE_DIR``, else the platform's user cache directory for sessiontree."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("sessiontree", appauthor=False))
 
 
 def _stamp(path: Path) -> _Stamp | None:

@@ -1,0 +1,24 @@
+"""Where sessiontree keeps its caches: ``$SESSIONTREE_CACHE_DIR``, else the platform's user cache directory.
+
+Nothing kept there is needed for correctness (listings, file indexes, the chat's input history); the
+caches never write next to sessions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["CACHE_ENV", "default_cache_dir"]
+
+CACHE_ENV = "SESSIONTREE_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$SESSIONTREE_CACHE_DIR``, else the platform's user cache directory for sessiontree."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("sessiontree", appauthor=False))
