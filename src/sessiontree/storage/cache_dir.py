@@ -7,6 +7,7 @@ caches never write next to sessions.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = ["CACHE_ENV", "default_cache_dir"]
@@ -19,6 +20,9 @@ def default_cache_dir() -> Path:
     configured = os.environ.get(CACHE_ENV)
     if configured:
         return Path(configured).expanduser()
+    if sys.platform.startswith("linux"):  # platformdirs' answer (XDG), without importing it for every command
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        return Path(base if base.strip() else os.path.expanduser("~/.cache")) / "sessiontree"
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("sessiontree", appauthor=False))

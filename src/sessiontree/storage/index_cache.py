@@ -14,7 +14,6 @@ appended bytes continues exactly where the cached one stopped. ``SESSIONTREE_IND
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from array import array
 from pathlib import Path
@@ -59,11 +58,15 @@ def enabled() -> bool:
 
 
 def _file_for(path: Path) -> Path:
+    import hashlib
+
     key = hashlib.sha1(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return default_cache_dir() / "index" / f"{key}.idx"
 
 
 def _digests(fd: int, size: int) -> tuple[bytes, bytes]:
+    import hashlib
+
     head = os.pread(fd, min(size, _BLOCK), 0)
     tail = os.pread(fd, min(size, _BLOCK), max(0, size - _BLOCK))
     return hashlib.blake2b(head, digest_size=16).digest(), hashlib.blake2b(tail, digest_size=16).digest()

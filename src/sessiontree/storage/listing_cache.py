@@ -8,10 +8,9 @@ next to sessions, and a session's text is kept aside and read only when asked fo
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import functools
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -58,9 +57,9 @@ class _ListedSession(SessionInfo):
 
     __slots__ = ("_text", "_text_file")
 
-    def __init__(self, fields: list[Any], path: Path, text_file: Path) -> None:
+    def __init__(self, fields: list[Any], path: Path, text_file: Callable[[], Path]) -> None:
         self._text: str | None = None
-        self._text_file = text_file
+        self._text_file = text_file  # where the text is, worked out only when it is read
         sid, cwd, name, parent, created, modified, count, first = fields
         super().__init__(
             path,
@@ -80,7 +79,7 @@ class _ListedSession(SessionInfo):
     def all_messages_text(self) -> str:
         if self._text is None:
             try:
-                self._text = self._text_file.read_text("utf-8", "surrogatepass")
+                self._text = self._text_file().read_text("utf-8", "surrogatepass")
             except OSError:
                 fresh = build_session_info(Path(self.path))
                 self._text = fresh.all_messages_text if fresh is not None else ""
@@ -122,6 +121,8 @@ class Catalogue:
             self._records = data["records"]
 
     def _text_file(self, key: str, stamp: _Stamp) -> Path:
+        import hashlib
+
         digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
         return self.directory / "texts" / f"{digest}-{stamp[0]}-{stamp[1]}.txt"
 
@@ -142,12 +143,17 @@ class Catalogue:
             record = self._records.get(key)
             if record is not None and tuple(record[:4]) == stamp:
                 if record[4]:
-                    hits.append(_ListedSession(record[4], path, self._text_file(key, stamp)))
+                    text_file = functools.partial(self._text_file, key, stamp)
+                    hits.append(_ListedSession(record[4], path, text_file))
                 continue
             misses.append((path, stamp))
         total = len(misses)
         if on_progress is not None and total:
             on_progress(0, total)
+        if not misses:
+            return hits, 0
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for done, ((path, stamp), info) in enumerate(
                 zip(misses, pool.map(build_session_info, [m[0] for m in misses]), strict=True), start=1

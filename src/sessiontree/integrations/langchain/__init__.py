@@ -5,6 +5,19 @@ Needs ``sessiontree[langchain]``. The message mapping is in ``mapping`` (pure), 
 
 from __future__ import annotations
 
-from .history import TreeChatMessageHistory
+from sessiontree._lazy import export_lazily
+
+TYPE_CHECKING = False  # importing typing for it would cost more than this module
+
+if TYPE_CHECKING:
+    from .history import TreeChatMessageHistory
+
 
 __all__ = ["TreeChatMessageHistory"]
+
+export_lazily(
+    __name__,
+    {
+        "TreeChatMessageHistory": ".history",
+    },
+)
