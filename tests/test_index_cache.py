@@ -16,7 +16,7 @@ import pytest
 
 from sessiontree import SessionManager
 from sessiontree.format import pi_json
-from sessiontree.storage import index_cache
+from sessiontree.storage import body_cache, index_cache
 from sessiontree.storage.jsonl import JsonlStore
 from tests.property.fuzz_store import corpus
 from tests.property.mutations import mutate
@@ -276,3 +276,86 @@ def test_mutated_pi_files_cut_anywhere_index_the_same_through_the_cache(
             assert type(exc) is expected_error
             continue
         assert got == _uncached(path, monkeypatch)
+
+
+def _body_files() -> list[Path]:
+    directory = Path(os.environ["SESSIONTREE_CACHE_DIR"]) / "index"
+    return sorted(directory.glob("*.bodies")) if directory.is_dir() else []
+
+
+def _session_with_odd_values(path: Path) -> None:
+    """A message msgpack cannot hold as JSON reads it (a lone surrogate), one with an integer beyond 64 bits
+    (JSON reads it as a float), among ordinary ones."""
+    lines = [_header(), _line("a", None, "plain")]
+    lines.append(
+        b'{"type":"message","id":"b","parentId":"a","timestamp":"2025-01-01T00:00:00.000Z",'
+        b'"message":{"role":"user","content":"lone \\ud800 surrogate","timestamp":1}}'
+    )
+    lines.append(
+        b'{"type":"message","id":"c","parentId":"b","timestamp":"2025-01-01T00:00:00.000Z",'
+        b'"message":{"role":"user","content":"big","timestamp":123456789012345678901234567890}}'
+    )
+    lines += [_line(f"m{n}", "c" if n == 0 else f"m{n - 1}", f"text {n} ünï") for n in range(40)]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_entries_decoded_before_come_from_the_body_cache_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _session_with_odd_values(path)
+    expected = _uncached(path, monkeypatch)
+    assert _body_files() == []
+    first = _snapshot(path)  # decodes the context from JSON, keeps it at close
+    assert len(_body_files()) == 1
+    taken: list[int] = []
+    original = body_cache.Bodies.take
+
+    def spy(self: body_cache.Bodies, i: int) -> Any:
+        found = original(self, i)
+        if found is not None:
+            taken.append(i)
+        return found
+
+    monkeypatch.setattr(body_cache.Bodies, "take", spy)
+    second = _snapshot(path)
+    assert first == second == expected
+    assert len(taken) == 42  # all but the lone surrogate, which msgpack cannot hold
+    assert 1 not in taken
+
+
+def test_the_body_cache_keeps_what_the_file_says_not_what_a_caller_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _session_with_odd_values(path)
+    manager = SessionManager.open(path, read_only=True)
+    for message in manager.build_session_context().messages:
+        message["content"] = "changed by a caller"  # callers must not, but the cache must not keep it
+    manager.close()
+    assert len(_body_files()) == 1
+    assert _snapshot(path) == _uncached(path, monkeypatch)
+
+
+def test_the_body_cache_is_not_used_for_a_changed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _session_with_odd_values(path)
+    _snapshot(path)
+    data = path.read_bytes().replace(b"text 39", b"TEXT 39")
+    with path.open("r+b") as f:  # in place, the same size
+        f.write(data)
+    got = _snapshot(path)
+    assert got["context"]["messages"][-1]["content"] == "TEXT 39 ünï"
+    assert got == _uncached(path, monkeypatch)
+
+
+def test_the_body_cache_holds_at_most_max_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(body_cache, "MAX_BYTES", 2_000)
+    path = tmp_path / "s.jsonl"
+    _session_with_odd_values(path)
+    _snapshot(path)
+    [bodies] = _body_files()
+    assert bodies.stat().st_size < 3_000
+    assert _snapshot(path) == _uncached(path, monkeypatch)

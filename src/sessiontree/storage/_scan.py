@@ -108,6 +108,8 @@ class ScanResult:
     blank_lines: int = 0
     blank_first: int | None = None
     tail_problems: list[Problem] = field(default_factory=list)
+    known_breaks: tuple[list[int], int] | None = None
+    """The run starts of the first entries when a cache gave them (see ``IndexedStore._install``)."""
 
     def all_problems(self, where: str) -> list[Problem]:
         """Every problem: the lines' own, then a torn or unterminated last line, then the blank lines."""

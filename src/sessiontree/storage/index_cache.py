@@ -28,7 +28,7 @@ from ._lines import LineTable
 from ._scan import ScanResult
 from .cache_dir import default_cache_dir
 
-__all__ = ["ENV", "MIN_BYTES", "CachedScan", "enabled", "lookup", "save"]
+__all__ = ["ENV", "MIN_BYTES", "CachedScan", "cache_file", "digests", "enabled", "lookup", "save"]
 
 ENV = "SESSIONTREE_INDEX_CACHE"
 MIN_BYTES = 1 << 20
@@ -57,19 +57,25 @@ def enabled() -> bool:
     return os.environ.get(ENV, "").strip().lower() not in ("0", "off", "no", "false")
 
 
-def _file_for(path: Path) -> Path:
-    import hashlib
+def _blake2b(data: bytes) -> Any:
+    try:  # CPython's own module: importing hashlib would also load OpenSSL, several ms for one hash
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import blake2b
+    return blake2b(data, digest_size=16)
 
-    key = hashlib.sha1(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+def cache_file(path: Path) -> Path:
+    """The index file of the session file ``path`` (a resolved path)."""
+    key = _blake2b(str(path).encode("utf-8", "surrogatepass")).hexdigest()
     return default_cache_dir() / "index" / f"{key}.idx"
 
 
-def _digests(fd: int, size: int) -> tuple[bytes, bytes]:
-    import hashlib
-
+def digests(fd: int, size: int) -> tuple[bytes, bytes]:
+    """Hashes of the first and the last 64 KiB of the file's first ``size`` bytes."""
     head = os.pread(fd, min(size, _BLOCK), 0)
     tail = os.pread(fd, min(size, _BLOCK), max(0, size - _BLOCK))
-    return hashlib.blake2b(head, digest_size=16).digest(), hashlib.blake2b(tail, digest_size=16).digest()
+    return _blake2b(head).digest(), _blake2b(tail).digest()
 
 
 def lookup(path: Path, fd: int, st: os.stat_result, start: int, first_line: int) -> CachedScan | None:
@@ -77,7 +83,7 @@ def lookup(path: Path, fd: int, st: os.stat_result, start: int, first_line: int)
     began at ``start`` on line ``first_line``; else ``None``."""
     if st.st_size < MIN_BYTES:
         return None
-    file = _file_for(path)
+    file = cache_file(path)
     try:
         blob = file.read_bytes()
     except OSError:
@@ -126,7 +132,7 @@ def _check(fields: Any, fd: int, st: os.stat_result, start: int, first_line: int
         return None
     if size == st.st_size and (mtime, ctime) != (st.st_mtime_ns, st.st_ctime_ns):
         return None
-    if (head, tail) != _digests(fd, size):
+    if (head, tail) != digests(fd, size):
         return None
     result = ScanResult()
     result.end_line = int(end_line)
@@ -146,6 +152,7 @@ def _check(fields: Any, fd: int, st: os.stat_result, start: int, first_line: int
         return None
     for i, parent in zip(breaks, break_parents, strict=True):
         parents[i] = parent
+    result.known_breaks = (breaks.tolist(), count)
     result.table = LineTable.load(table_parts)
     if len(result.table) != count or (count and result.table.end() > size):
         return None
@@ -188,7 +195,7 @@ def save(
         return
     code_of = {name: k for k, name in enumerate(names)}
     parents = result.parents
-    head, tail = _digests(fd, size)
+    head, tail = digests(fd, size)
     fields = [
         _FORMAT,
         st.st_dev,
@@ -213,7 +220,7 @@ def save(
         [[p.kind, p.line, p.message, p.entry_id] for p in result.problems],
         [result.blank_lines, result.blank_first],
     ]
-    file = _file_for(path)
+    file = cache_file(path)
     try:
         blob = msgspec.msgpack.encode(fields)
         _fileio.ensure_dir(file.parent)
@@ -237,5 +244,6 @@ def _prune(directory: Path) -> None:
         return
     files.sort()
     for _, name in files[: len(files) - KEEP]:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+        for stale in (name, name[: -len(".idx")] + ".bodies"):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)

@@ -8,7 +8,7 @@ lines except by an atomic migration, and never touches a file it cannot read as 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,18 @@ from sessiontree.format.ids import new_entry_id
 from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, Problem, check_envelope
 
 from ..errors import SessionNotFoundError, StorageError
-from . import _fileio, index_cache, lock
+from . import _fileio, body_cache, index_cache, lock
 from ._encode import encode_entry
 from ._fileformat import decode_for_migration, find_header, parse_header
 from ._lines import LineTable
 from ._scan import Chunk, ScanResult, fd_chunks, memory_chunks, reader_chunks, scan
+from .jsonl_reads import JsonlReads
 from .jsonl_writes import JsonlWrites, _exists_error
 from .migrate import migrate_entries, needs_migration, session_version
 
 __all__ = ["JsonlStore", "resolve_path"]
 
 _HEAD_BYTES = 1 << 16
-_READ_GAP = 1 << 18  # lines further apart than this are read separately, not with everything between
 Reader = Callable[[int, int], bytes]
 
 
@@ -48,7 +48,7 @@ def _read_head(read: Reader, size: int) -> bytes:
         n = min(size, n * 4)
 
 
-class JsonlStore(JsonlWrites):
+class JsonlStore(JsonlReads, JsonlWrites):
     """A pi session file. Build with ``open``, ``create`` or ``write_new``; positions index valid entries."""
 
     def __init__(
@@ -69,6 +69,7 @@ class JsonlStore(JsonlWrites):
         self._buf: bytes | None = None  # only for content that exists in memory alone (read-only migration)
         self._table = LineTable()  # where each entry's line is
         self._cache_stat: tuple[os.stat_result, int] | None = None  # for the index cache, while loading
+        self._bodies: body_cache.Bodies | None = None
         self._next_line = 1
         self._fd: int | None = None  # writer descriptor (O_APPEND), holds the lock
         self._rfd: int | None = None  # reader descriptor for pread
@@ -197,6 +198,7 @@ class JsonlStore(JsonlWrites):
         head = _read_head(read, size)
         parsed = parse_header(head, where)
         self._reset_index()
+        self._bodies = None
         self._size, self._identity = size, identity
         self._torn = None
         self._clear_on_first_write = False
@@ -234,12 +236,13 @@ class JsonlStore(JsonlWrites):
             result = self._scan_file(read, start, size, header_line + 1)
         self._table = result.table
         self.problems.extend(result.all_problems(where))
-        self._install(result.ids, result.parents, result.types, result.timestamps)
+        self._install(result.ids, result.parents, result.types, result.timestamps, result.known_breaks)
         if self._cache_stat is not None:
             st, scanned = self._cache_stat
             self._cache_stat = None
             if scanned >= index_cache.MIN_BYTES:
                 index_cache.save(self._path, self._reader(), st, start, header_line + 1, result, self._breaks)
+            self._load_bodies(st)
         if result.torn_offset is not None:
             self._torn = (result.torn_offset, result.torn_line or 0)
             self._next_line = result.torn_line or 0
@@ -348,101 +351,6 @@ class JsonlStore(JsonlWrites):
             return fd_chunks(self._reader(), start, end)
         return reader_chunks(read, start, end)
 
-    # -- reads ---------------------------------------------------------------------------------------
-    def _reader(self) -> int:
-        if self._rfd is not None:
-            return self._rfd
-        with self._lock:
-            if self._rfd is not None:
-                return self._rfd
-            fd = _fileio.open_regular(self._path)
-            st = os.fstat(fd)
-            if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
-                os.close(fd)
-                raise StorageError(
-                    f"{self.path}: the file was replaced on disk; open it again", path=str(self.path)
-                )
-            self._rfd = fd
-            return fd
-
-    def _drop_reader(self) -> None:
-        if self._rfd is not None:
-            os.close(self._rfd)
-            self._rfd = None
-
-    def _pread(self, offset: int, size: int) -> bytes:
-        return os.pread(self._reader(), size, offset)
-
-    def _read_range(self, start: int, end: int) -> bytes:
-        if self._buf is not None:
-            return self._buf[start:end]
-        data = self._pread(start, end - start)
-        if len(data) != end - start:
-            raise StorageError(f"{self.path}: the file shrank on disk; open it again", path=str(self.path))
-        return data
-
-    def raw_at(self, i: int) -> bytes:
-        if i < 0:
-            i += len(self._ids)
-        return self._read_range(*self._table.span(i))
-
-    def raws_at(self, positions: Sequence[int]) -> list[bytes]:
-        return [bytes(view) for view in self.raw_views_at(positions)]
-
-    def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
-        cache = self._cache
-        missing = sorted({i for i in positions if i not in cache})
-        for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file at once
-            part = missing[start : start + chunk]
-            for i, raw in zip(part, self.raw_views_at(part), strict=True):
-                cache[i] = self._decode_raw(i, raw)
-
-    def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
-        """The lines at ``positions``; lines close to each other in the file share one read, so a few
-        distant lines do not read everything between them."""
-        if not positions:
-            return []
-        span = self._table.span
-        spans = [span(i) for i in positions]
-        order = sorted(range(len(spans)), key=spans.__getitem__)
-        out: list[memoryview] = [memoryview(b"")] * len(spans)
-        group: list[int] = []
-        group_end = -1
-        for k in order:
-            start, end = spans[k]
-            if group and start - group_end > _READ_GAP:
-                self._read_group(spans, group, out)
-                group = []
-            group.append(k)
-            group_end = max(group_end, end)
-        self._read_group(spans, group, out)
-        return out
-
-    def _read_group(self, spans: list[tuple[int, int]], group: list[int], out: list[memoryview]) -> None:
-        low = spans[group[0]][0]
-        high = max(spans[k][1] for k in group)
-        blob = memoryview(self._read_range(low, high)).toreadonly()
-        for k in group:
-            start, end = spans[k]
-            out[k] = blob[start - low : end - low]
-
-    def entries(self) -> list[dict[str, Any]]:
-        # one read for the whole file instead of a pread per entry
-        n = len(self._ids)
-        if not n:
-            return []
-        blob = self._read_range(0, self._table.end())
-        cache = self._cache
-        return [
-            cache.get(i) or self._decode_raw(i, blob[start:end])
-            for i, (start, end) in enumerate(self._table.spans())
-        ]
-
-    def line_of(self, i: int) -> int | None:
-        if i < 0:
-            i += len(self._ids)
-        return self._table.line(i) if 0 <= i < len(self._table) else None
-
     @property
     def file_exists(self) -> bool:
         return self._exists
@@ -463,6 +371,8 @@ class JsonlStore(JsonlWrites):
 
     def close(self) -> None:
         with self._lock:
+            if not self._closed:
+                self._save_bodies()
             if self._fd is not None:
                 try:
                     if self._dirty:

@@ -206,6 +206,10 @@ class EntryStore(ABC):
         """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""
         return [self.type_at(i) for i in positions]
 
+    def positions_of(self, kinds: frozenset[str]) -> list[int]:
+        """The positions, in order, of the entries whose ``type`` is one of ``kinds``."""
+        return [i for i in range(len(self)) if self.type_at(i) in kinds]
+
     def run_starts(self, start: int = 0) -> list[int]:
         """The positions from ``start`` on whose ``parentId`` is not the id of the entry just before them
         (position 0 always): where the runs of consecutive parent links start."""
@@ -296,6 +300,21 @@ class IndexedStore(EntryStore):
 
     def types_at(self, positions: Iterable[int]) -> list[str]:
         return list(map(self._types.__getitem__, positions))
+
+    def positions_of(self, kinds: frozenset[str]) -> list[int]:
+        # list.index searches in C from the last hit on: one pass over the types per kind, one call per hit
+        found: list[int] = []
+        index = self._types.index
+        for kind in kinds:
+            i = -1
+            try:
+                while True:
+                    i = index(kind, i + 1)
+                    found.append(i)
+            except ValueError:
+                pass
+        found.sort()
+        return found
 
     def run_starts(self, start: int = 0) -> list[int]:
         breaks = self._breaks
@@ -402,19 +421,33 @@ class IndexedStore(EntryStore):
         )
 
     def _install(
-        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+        self,
+        ids: list[str],
+        parents: list[str | None],
+        types: list[str],
+        timestamps: list[str | None],
+        known_breaks: tuple[list[int], int] | None = None,
     ) -> None:
-        """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids."""
+        """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids.
+
+        ``known_breaks`` (from an index cache): ``(run_starts of the first positions, how many positions)``;
+        only the positions after those are compared.
+        """
         gc_was_enabled = gc.isenabled()
         gc.disable()  # large containers of untracked objects: collection passes would only cost time
         try:
-            self._install_index(ids, parents, types, timestamps)
+            self._install_index(ids, parents, types, timestamps, known_breaks)
         finally:
             if gc_was_enabled:
                 gc.enable()
 
     def _install_index(
-        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+        self,
+        ids: list[str],
+        parents: list[str | None],
+        types: list[str],
+        timestamps: list[str | None],
+        known_breaks: tuple[list[int], int] | None,
     ) -> None:
         self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
         self._index = dict(zip(ids, range(len(ids)), strict=True))
@@ -425,20 +458,25 @@ class IndexedStore(EntryStore):
                 if entry_id in first:
                     self._report_duplicate(entry_id, i, first[entry_id])
                 first[entry_id] = i
-        self._report_dangling()
+        self._report_dangling(known_breaks)
 
-    def _report_dangling(self) -> None:
-        """Report entries whose parent id is not in the store (and note where the runs start)."""
+    def _report_dangling(self, known_breaks: tuple[list[int], int] | None = None) -> None:
+        """Report entries whose parent id is not in the store (and note where the runs start, see
+        ``_install`` for ``known_breaks``)."""
         index = self._index
         parents = self._parents
+        ids = self._ids
         n = len(parents)
-        # Most entries point at the entry just before them: only look up the others (compared in C).
-        tail = parents[1:]
-        changed = list(map(ne, tail, self._ids))
-        self._breaks = [0, *compress(range(1, n), changed)] if n else []
-        candidates = set(compress(tail, changed))
-        if n:
-            candidates.add(parents[0])
+        breaks, covered = (
+            ([], 0) if known_breaks is None else (list(known_breaks[0]), min(known_breaks[1], n))
+        )
+        if covered == 0 and n:
+            breaks, covered = [0], 1
+        # Most entries point at the entry just before them: only the others start a run (compared in C).
+        changed = map(ne, parents[covered:n], ids[covered - 1 : n - 1]) if covered else iter(())
+        breaks += compress(range(covered, n), changed)
+        self._breaks = breaks
+        candidates = {parents[b] for b in breaks}
         missing = candidates.difference(index)
         missing.discard(None)
         if not missing:

@@ -8,9 +8,9 @@ It must not decide leaves, labels or contexts (the manager and ``context.py`` do
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import compress
 from pathlib import Path
 from typing import Any, overload
 
@@ -20,6 +20,7 @@ from sessiontree.tree.tree_index import TreeIndex, TreeNode
 __all__ = ["LocalIndex", "PathView", "SessionIndex"]
 
 Entry = dict[str, Any]
+_LABEL_AND_NAME = frozenset({"label", "session_info"})
 
 
 class PathView(Sequence[Entry]):
@@ -81,6 +82,38 @@ class PathView(Sequence[Entry]):
     def raw(self, index: int) -> bytes:
         """The exact line of entry ``index`` (without its newline)."""
         return self._raw(index)
+
+
+class _RunPositions:
+    """Store positions of a path given as runs, by index along the path, without listing them all."""
+
+    __slots__ = ("_last", "_offsets", "_runs")
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self._runs = runs
+        self._offsets: list[int] = []  # the path index of each run's first entry
+        total = 0
+        for start, stop in runs:
+            self._offsets.append(total)
+            total += stop - start
+        self._last = 0  # the run of the last lookup: reads along a path mostly stay in one run
+
+    def __getitem__(self, k: int) -> int:
+        j = self._last
+        offsets = self._offsets
+        if not (offsets[j] <= k and (j + 1 == len(offsets) or k < offsets[j + 1])):
+            if not offsets or k < 0:
+                raise IndexError(k)
+            j = self._last = bisect_right(offsets, k) - 1
+        start, stop = self._runs[j]
+        position = start + k - offsets[j]
+        if position >= stop:
+            raise IndexError(k)
+        return position
+
+    def __iter__(self) -> Iterator[int]:
+        for start, stop in self._runs:
+            yield from range(start, stop)
 
 
 class SessionIndex(ABC):
@@ -290,9 +323,7 @@ class LocalIndex(SessionIndex):
         store = self.store
         i = None if leaf_id is None else store.index_of(leaf_id)
         runs = [] if i is None else self.tree_index.path_runs(i)
-        positions: list[int] = []
-        for start, stop in runs:
-            positions.extend(range(start, stop))
+        positions = _RunPositions(runs)
         return PathView(
             store.ids_in(runs),
             store.types_in(runs),
@@ -314,11 +345,9 @@ class LocalIndex(SessionIndex):
 
     def label_and_name_entries(self) -> list[Entry]:
         store = self.store
-        types = store.types_at(range(len(store)))
-        if "label" not in types and "session_info" not in types:
-            return []
-        wanted = {"label", "session_info"}.__contains__
-        return [store.entry_at(i) for i in compress(range(len(types)), map(wanted, types))]  # found in C
+        positions = store.positions_of(_LABEL_AND_NAME)
+        store.preload(positions)  # nearby lines read together, not one read per entry
+        return [store.entry_at(i) for i in positions]
 
     def append(self, entry: Mapping[str, Any]) -> None:
         self.store.append(entry)
