@@ -224,6 +224,23 @@ def test_only_the_most_recently_used_index_files_are_kept(
         path.write_bytes(b"\n".join([_header(), _line("a", None)]) + b"\n")
         _snapshot(path)
     assert len(_cache_files()) == 3
+    assert index_cache.cache_file((tmp_path / "s4.jsonl").resolve()) in _cache_files()
+    assert index_cache.cache_file((tmp_path / "s0.jsonl").resolve()) not in _cache_files()
+
+
+def test_the_index_files_are_held_to_a_total_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(3):
+        path = tmp_path / f"s{n}.jsonl"
+        _session_with_odd_values(path)
+        _snapshot(path)
+    assert len(_cache_files()) == 3 and len(_body_files()) == 3
+    one = sum(f.stat().st_size for f in [*_cache_files(), *_body_files()]) // 3
+    monkeypatch.setattr(index_cache, "KEEP_BYTES", one * 2 + one // 2)
+    path = tmp_path / "s3.jsonl"
+    _session_with_odd_values(path)
+    _snapshot(path)  # its index is written (its bodies at close): the oldest session's files must go
+    assert len(_cache_files()) == 3
+    assert index_cache.cache_file((tmp_path / "s0.jsonl").resolve()) not in _cache_files()
 
 
 def test_a_writer_appends_and_the_next_open_reads_its_tail(

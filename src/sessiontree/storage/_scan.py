@@ -175,7 +175,9 @@ def fd_chunks(fd: int, start: int, end: int) -> Iterator[Chunk]:
     """Chunks of the file open as ``fd``, read with ``preadv`` into one reused buffer (no new block of
     memory per chunk); each chunk ends at a line boundary (except possibly the last) and is valid until
     the next one is asked for. The partial line at the end of a block is moved to the buffer's front."""
-    buf = bytearray(CHUNK_BYTES)
+    if start >= end:
+        return
+    buf = bytearray(min(CHUNK_BYTES, end - start))  # a few appended lines need no 4 MiB block
     view = memoryview(buf)
     pos = start  # the file offset of buf[0]
     held = 0  # bytes of buf holding the file from ``pos``

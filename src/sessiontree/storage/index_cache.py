@@ -35,6 +35,8 @@ MIN_BYTES = 1 << 20
 """Files (and appended tails) smaller than this are scanned in a few milliseconds: nothing is cached."""
 KEEP = 32
 """The most index files kept; the least recently used go first."""
+KEEP_BYTES = 1 << 28
+"""At most this much (index and body files together) is kept, the most recently used first."""
 _FORMAT = 1
 _BLOCK = 1 << 16
 _SEP = "\x00"
@@ -235,15 +237,20 @@ def save(
 
 
 def _prune(directory: Path) -> None:
-    """Remove the least recently used index files beyond ``KEEP``."""
+    """Remove the least recently used index files (and their body files) beyond ``KEEP`` files or
+    ``KEEP_BYTES`` bytes together."""
     try:
-        files = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(directory) if e.name.endswith(".idx")]
+        found = {e.name: e.stat() for e in os.scandir(directory) if e.name.endswith((".idx", ".bodies"))}
     except OSError:
         return
-    if len(files) <= KEEP:
-        return
-    files.sort()
-    for _, name in files[: len(files) - KEEP]:
-        for stale in (name, name[: -len(".idx")] + ".bodies"):
-            with contextlib.suppress(OSError):
-                os.unlink(stale)
+    indexes = sorted(
+        ((st.st_mtime_ns, name) for name, st in found.items() if name.endswith(".idx")), reverse=True
+    )
+    total = 0
+    for rank, (_, name) in enumerate(indexes):
+        bodies = name[: -len(".idx")] + ".bodies"
+        total += found[name].st_size + (found[bodies].st_size if bodies in found else 0)
+        if rank >= KEEP or (rank and total > KEEP_BYTES):
+            for stale in (name, bodies):
+                with contextlib.suppress(OSError):
+                    os.unlink(directory / stale)

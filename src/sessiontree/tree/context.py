@@ -420,13 +420,14 @@ def context_from_path(path: Sequence[Entry]) -> SessionContext:
     settings = _settings(path, last)
     messages: list[dict[str, Any]] = []
     add = messages.append
-    for i in indexes:
+    entries = path.entries_at(indexes) if isinstance(path, WalkedPath) else [path[i] for i in indexes]
+    for i, entry in zip(indexes, entries, strict=True):
         if types[i] == "message":  # most entries: the stored message is the runtime message, not a copy
-            message = path[i].get("message")
+            message = entry.get("message")
             if message is not None:
                 add(message)
         else:
-            messages.extend(session_entry_to_context_messages(path[i]))
+            messages.extend(session_entry_to_context_messages(entry))
     return SessionContext(messages, settings.thinking_level, settings.model, settings.active_tool_names)
 
 
