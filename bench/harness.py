@@ -1,9 +1,12 @@
 """The agent harness benchmark: per-turn overhead of ``AgentHarness`` on generated sessions of 1k and 100k
 entries with an instant scripted model, side by side in one run, with the issue's targets.
 
-``.venv/bin/python bench/harness.py`` (``--quick`` for a small smoke run, ``--json`` for data). A turn is one
-request plus its tool round; measured are whole prompts on a copy of each session (JSONL file, ``flush``
-durability), after one warm-up prompt that builds the context cache. Subtracted from the wall time: the
+``.venv/bin/python bench/harness.py`` (``--quick`` for a small smoke run, ``--json`` for data, ``--stores`` to
+pick the back ends). A turn is one request plus its tool round; measured are whole prompts on a copy of each
+session in every store (a JSONL file with ``flush`` durability; the same file imported into SQLite and into
+PostgreSQL: ``$SESSIONTREE_TEST_POSTGRES_URL``'s server, else a throwaway cluster from
+``tests/pg_server.py``; each at the JSONL file's durability: SQLite ``synchronous=NORMAL``, PostgreSQL
+``synchronous_commit=off``), after one warm-up prompt that builds the context cache. Subtracted from the wall time: the
 scripted model's own streaming and the tool's execution, each measured separately in the same run, so the
 rows show what the harness adds (snapshot, conversion, hooks, persistence, save points, compaction checks).
 It writes only under a temporary directory and the benchmark data directory.
@@ -12,10 +15,14 @@ It writes only under a temporary directory and the benchmark data directory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import logging
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,13 +37,19 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.generate import DATA_DIR, ensure_session
-from sessiontree import SessionManager
+from bench.storage import database, import_file, postgres_server
+from sessiontree import SessionManager, open_repo
 from sessiontree.agent import AgentHarness, AgentTool, ScriptedModel, ToolResult, reply, tool_call
 from sessiontree.llm import Context, complete, convert_to_llm
 
 __all__ = ["HarnessResult", "main", "measure", "render"]
 
 DEFAULT_SIZES = (1_000, 100_000)
+STORES = {"jsonl": "JSONL file", "sqlite": "SQLite", "postgres": "PostgreSQL"}
+# Each store at the durability the JSONL file gets here (``flush``: written, not fsynced per entry), so the
+# rows compare what the harness and the store do rather than the disk's fsync.
+SQLITE_SYNC = "NORMAL"
+PG_COMMIT = "off"
 TARGET_MS = 2.0
 TARGET_RATIO = 2.0
 USAGE = (1_000, 10, 0, 0)  # explicit usage: the instant model estimates nothing
@@ -100,8 +113,12 @@ async def _tool_alone(repeats: int) -> float:
     return (time.perf_counter() - started) / repeats
 
 
-async def _measure(path: Path, prompts: int, turns: int) -> HarnessResult:
-    manager = SessionManager.open(path)
+async def _measure(path: Path, prompts: int, turns: int, url: str | None = None) -> HarnessResult:
+    if url is None:
+        manager = SessionManager.open(path)
+    else:  # the same session imported into a database store
+        repo = open_repo(url)
+        manager = repo.open(import_file(repo, path))
     entries = len(manager.get_entries())
     model = ScriptedModel(context_window=10_000_000)  # large enough that the checks run and never compact
     h = AgentHarness(manager, model, tools=[NOOP])
@@ -141,13 +158,16 @@ async def _measure(path: Path, prompts: int, turns: int) -> HarnessResult:
     return result
 
 
-def measure(entries: int, *, prompts: int, turns: int, data_dir: Path, work: Path) -> HarnessResult:
-    """Copy a generated session of ``entries`` entries and time prompts on it."""
+def measure(
+    entries: int, *, prompts: int, turns: int, data_dir: Path, work: Path, url: str | None = None
+) -> HarnessResult:
+    """Copy a generated session of ``entries`` entries (into the store at ``url`` when given, else as a
+    file) and time prompts on it."""
     session = ensure_session(entries, 1, variant="pi", data_dir=data_dir)
     copy = work / session.path.name
     shutil.copyfile(session.path, copy)
     try:
-        return anyio.run(_measure, copy, prompts, turns)
+        return anyio.run(_measure, copy, prompts, turns, url)
     finally:
         copy.unlink(missing_ok=True)
 
@@ -215,8 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=5, help="requests per tool prompt (default 5)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 500 and 2,000 entries, 5 prompts")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="where generated sessions are cached")
+    parser.add_argument(
+        "--stores",
+        default=",".join(STORES),
+        help=f"comma-separated back ends, of {', '.join(STORES)} (default all)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    stores = [name.strip().lower() for name in args.stores.split(",") if name.strip()]
+    if not stores or set(stores) - set(STORES):
+        parser.error(f"--stores takes some of {', '.join(STORES)}, not {args.stores!r}")
     sizes = (
         [int(s) for s in args.sizes.split(",")]
         if args.sizes
@@ -226,16 +254,55 @@ def main(argv: list[str] | None = None) -> int:
     )
     prompts = 5 if args.quick else args.prompts
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
-        results = [
-            measure(n, prompts=prompts, turns=args.turns, data_dir=args.data_dir, work=Path(tmp))
-            for n in sizes
-        ]
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
+    by_store: dict[str, list[HarnessResult]] = {}
+    skipped: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp, contextlib.ExitStack() as stack:
+        work = Path(tmp)
+        for store in stores:
+            urls: list[str | None] = [None] * len(sizes)
+            if store == "sqlite":
+                urls = [f"sqlite:///{work}/harness-{n}.db?synchronous={SQLITE_SYNC}" for n in sizes]
+            elif store == "postgres":
+                try:
+                    server, _ = stack.enter_context(postgres_server())
+                    urls = [
+                        stack.enter_context(database(server, f"sessiontree_harness_{os.getpid()}_{n}"))
+                        for n in sizes
+                    ]
+                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                    skipped[store] = str(exc).splitlines()[0]
+                    continue
+                urls = [f"{u}{'&' if '?' in u else '?'}synchronous_commit={PG_COMMIT}" for u in urls if u]
+            _log(f"{STORES[store]}: {', '.join(_size(n) for n in sizes)} entries")
+            by_store[store] = [
+                measure(n, prompts=prompts, turns=args.turns, data_dir=args.data_dir, work=work, url=url)
+                for n, url in zip(sizes, urls, strict=True)
+            ]
     if args.json:
-        print(json.dumps([{**asdict(r), "overhead_s": r.overhead_s} for r in results], indent=1))
+        print(
+            json.dumps(
+                {
+                    "stores": {
+                        STORES[k]: [{**asdict(r), "overhead_s": r.overhead_s} for r in v]
+                        for k, v in by_store.items()
+                    },
+                    "skipped": {STORES[k]: v for k, v in skipped.items()},
+                },
+                indent=1,
+            )
+        )
     else:
-        print(render(results))
+        for store, results in by_store.items():
+            print(f"{STORES[store]}:")
+            print(render(results))
+        for store, why in skipped.items():
+            print(f"{STORES[store]}: not measured: {why}")
     return 0
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

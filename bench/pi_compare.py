@@ -18,6 +18,7 @@ same way. pi's column is left out, with the reason, when node or npm is missing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +93,19 @@ class SizeResult:
     sessiontree: list[Run] = field(default_factory=list)
     pi: list[Run] = field(default_factory=list)
     floor_s: list[float] = field(default_factory=list)
+    others: dict[str, list[Run]] = field(default_factory=dict)
+    """More sessiontree sides, by label (``--cold``, ``--baseline``)."""
 
-    def st(self, key: str) -> float:
+    def runs(self, side: str) -> list[Run]:
+        if side == "sessiontree":
+            return self.sessiontree
+        if side == "pi":
+            return self.pi
+        return self.others.setdefault(side, [])
+
+    def st(self, key: str, side: str = "sessiontree") -> float:
         """The median of one of the probe's figures (seconds)."""
-        return _median([r.output[key] for r in self.sessiontree])
+        return _median([r.output[key] for r in self.runs(side)])
 
     def pi_phase(self, key: str) -> float:
         """The median of one of pi's phases (seconds); NaN when pi was not measured."""
@@ -106,12 +116,10 @@ class SizeResult:
         return _median([r.output["startup_s"] for r in self.pi])
 
     def process(self, side: str, cpu: bool = False) -> float:
-        runs = self.sessiontree if side == "sessiontree" else self.pi
-        return _median([r.cpu_s if cpu else r.wall_s for r in runs])
+        return _median([r.cpu_s if cpu else r.wall_s for r in self.runs(side)])
 
     def messages(self, side: str) -> str:
-        runs = self.sessiontree if side == "sessiontree" else self.pi
-        counts = sorted({int(r.output["messages"]) for r in runs})
+        counts = sorted({int(r.output["messages"]) for r in self.runs(side)})
         return "/".join(f"{c:,}" for c in counts) if counts else "-"
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,7 +132,19 @@ class SizeResult:
                 {**r.output, "process_s": r.wall_s, "process_cpu_s": r.cpu_s} for r in self.sessiontree
             ],
             "pi": [{**r.output, "process_s": r.wall_s, "process_cpu_s": r.cpu_s} for r in self.pi],
+            "others": {
+                side: [{**r.output, "process_s": r.wall_s, "process_cpu_s": r.cpu_s} for r in runs]
+                for side, runs in self.others.items()
+            },
         }
+
+
+@dataclass(frozen=True)
+class Side:
+    """One more way of running sessiontree's probe: a label for its rows, its environment."""
+
+    label: str
+    env: dict[str, str]
 
 
 @dataclass
@@ -180,11 +200,15 @@ def measure_size(
     pi: PiJs | None,
     agent_dir: Path,
     base: Baselines,
+    st_env: dict[str, str] | None = None,
+    others: Sequence[Side] = (),
 ) -> SizeResult:
-    """Alternating fresh processes, ``repeats`` per side; the side that goes first swaps every round.
+    """Alternating fresh processes, ``repeats`` per side; the side that goes first moves every round.
 
     Each round also takes one floor sample (in this process) and one start-up sample of each interpreter
-    into ``base``, so that those are spread over the same stretch of time as the rest.
+    into ``base``, so that those are spread over the same stretch of time as the rest. One unmeasured
+    sessiontree process goes first, so that its index cache (in ``st_env``'s cache directory) holds the
+    file: the measured processes re-open it, as resuming a session does.
     """
     result = SizeResult(entries=entries, file_bytes=path.stat().st_size, main_path=main_path)
     with open(path, "rb") as f:  # into the page cache: every process below reads from memory
@@ -192,14 +216,20 @@ def measure_size(
             pass
     st_argv = [sys.executable, str(PROBE), str(path)]
     pi_argv = [pi.node, str(pi.session_bench), str(path), "1"] if pi is not None else None
+    run_process(st_argv, st_env)
+    sides = ["sessiontree", *(["pi"] if pi_argv is not None else []), *(o.label for o in others)]
+    env_of = {o.label: o.env for o in others}
     for run in range(repeats):
         result.floor_s.append(floor(path))
-        order = ("sessiontree", "pi") if run % 2 == 0 else ("pi", "sessiontree")
-        for side in order:
+        shift = run % len(sides)
+        for side in sides[shift:] + sides[:shift]:
             if side == "sessiontree":
-                result.sessiontree.append(run_process(st_argv))
-            elif pi_argv is not None:
+                result.sessiontree.append(run_process(st_argv, st_env))
+            elif side == "pi":
+                assert pi_argv is not None
                 result.pi.append(run_process(pi_argv, _pi_env(agent_dir)))
+            else:
+                result.runs(side).append(run_process(st_argv, env_of[side]))
         baseline_round(base, pi)
     return result
 
@@ -266,12 +296,67 @@ def _rows(results: Sequence[SizeResult], with_pi: bool) -> list[tuple[str, list[
                 cells(lambda r: _ratio(r.process("pi", cpu=True), r.process("sessiontree", cpu=True))),
             ),
         ]
+    for side in sorted({label for r in results for label in r.others}):
+        rows += _other_rows(results, side, with_pi)
     rows.append(
         (
             "CPU ÷ wall, sessiontree processes",
             cells(lambda r: f"{r.process('sessiontree', cpu=True) / r.process('sessiontree'):.0%}"),
         )
     )
+    return rows
+
+
+def _other_rows(results: Sequence[SizeResult], side: str, with_pi: bool) -> list[tuple[str, list[str]]]:
+    """The rows of one more sessiontree side: its times, and the ratios to the floor, pi and the default."""
+
+    def cells(fn: Callable[[SizeResult], str]) -> list[str]:
+        return [fn(r) for r in results]
+
+    rows: list[tuple[str, list[str]]] = [
+        (f"{side}: context messages", cells(lambda r: r.messages(side))),
+        (f"{side}: open (read-only)", cells(lambda r: _seconds(r.st("open_s", side)))),
+        (f"{side}: build context", cells(lambda r: _seconds(r.st("context_s", side)))),
+        (f"{side}: open + context", cells(lambda r: _seconds(r.st("open_context_s", side)))),
+        (
+            f"  {side} ÷ floor, open + context",
+            cells(lambda r: _ratio(r.st("open_context_s", side), _median(r.floor_s))),
+        ),
+        (
+            f"  {side} ÷ sessiontree, open + context",
+            cells(lambda r: _ratio(r.st("open_context_s", side), r.st("open_context_s"))),
+        ),
+        (
+            "    same in CPU time",
+            cells(lambda r: _ratio(r.st("open_context_cpu_s", side), r.st("open_context_cpu_s"))),
+        ),
+    ]
+    if with_pi:
+        rows += [
+            (
+                f"pi ÷ {side}, open + context",
+                cells(lambda r: _ratio(r.pi_phase("open_context_s"), r.st("open_context_s", side))),
+            ),
+            (
+                "  same in CPU time",
+                cells(lambda r: _ratio(r.pi_phase("open_context_cpu_s"), r.st("open_context_cpu_s", side))),
+            ),
+            (
+                f"pi ÷ {side}, context alone",
+                cells(lambda r: _ratio(r.pi_phase("context_s"), r.st("context_s", side))),
+            ),
+        ]
+    rows += [
+        (f"whole process: {side}", cells(lambda r: _seconds(r.process(side)))),
+        ("  CPU time", cells(lambda r: _seconds(r.process(side, cpu=True)))),
+    ]
+    if with_pi:
+        rows.append(
+            (
+                f"whole process, pi ÷ {side}",
+                cells(lambda r: _ratio(r.process("pi"), r.process(side))),
+            )
+        )
     return rows
 
 
@@ -325,6 +410,12 @@ def render_table(results: Sequence[SizeResult], base: Baselines, header: str, sk
         ["start-up (fresh processes, medians)", "wall", "CPU"],
         [list(r) for r in _baseline_rows(base, results, with_pi)],
     )
+    for r in results:
+        for side in r.others:
+            if r.messages(side) != r.messages("sessiontree"):
+                out.append(
+                    f"WARNING: at {_size_label(r.entries)} entries {side}'s context has {r.messages(side)} messages, sessiontree's {r.messages('sessiontree')}"
+                )
     mismatched = [r for r in results if with_pi and r.messages("pi") != r.messages("sessiontree")]
     for r in mismatched:
         out.append(
@@ -344,7 +435,9 @@ def _header(repeats: int, pi: PiJs | None) -> str:
         f"sessiontree{at} vs pi {PI_VERSION}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n"
         f"{platform.python_implementation()} {platform.python_version()} (msgspec {_package_version('msgspec') or 'not installed'}), "
         f"{node}, {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs{load}\n"
-        f"medians of {repeats} fresh processes per side, alternating; generated sessions, compactions as pi writes them"
+        f"medians of {repeats} fresh processes per side, alternating; generated sessions, compactions as pi writes them\n"
+        "sessiontree re-opens each file with its index cache (one unmeasured process first); 'no index cache' "
+        "scans every file whole"
     )
 
 
@@ -355,6 +448,21 @@ def _compile_package() -> None:
     import sessiontree
 
     compileall.compile_dir(Path(sessiontree.__file__).parent, quiet=1)
+
+
+@contextlib.contextmanager
+def _checkout(revision: str) -> Iterator[Path]:
+    """``revision`` of this repository in a temporary git worktree (removed afterwards)."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="sessiontree-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "add", "--detach", "-q", str(tree), revision], check=True
+        )
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,6 +484,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-build", action="store_true", help="use the bundle as it is; never run build.sh")
     parser.add_argument("--no-pi", action="store_true", help="measure sessiontree only")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="also measure sessiontree without its index cache (every file scanned whole)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure sessiontree at this git revision (checked out in a temporary worktree)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     parser.add_argument("--output", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
@@ -394,7 +512,20 @@ def main(argv: list[str] | None = None) -> int:
     _compile_package()
     results: list[SizeResult] = []
     base = Baselines()
-    with tempfile.TemporaryDirectory(prefix="pi-agent-dir-") as agent_dir:
+    with contextlib.ExitStack() as stack:
+        agent_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pi-agent-dir-"))
+        cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="sessiontree-cache-"))
+        st_env = {**os.environ, "SESSIONTREE_CACHE_DIR": cache_dir}
+        st_env.pop("SESSIONTREE_INDEX_CACHE", None)
+        others: list[Side] = []
+        if args.cold:
+            others.append(Side("no index cache", {**st_env, "SESSIONTREE_INDEX_CACHE": "0"}))
+        if args.baseline:
+            src = stack.enter_context(_checkout(args.baseline)) / "src"
+            import compileall
+
+            compileall.compile_dir(src / "sessiontree", quiet=1)
+            others.append(Side(f"at {args.baseline}", {**st_env, "PYTHONPATH": str(src)}))
         for size in sizes:
             print(
                 f"{_size_label(size)} entries: generating or reusing the session…",
@@ -416,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
                     pi=pi,
                     agent_dir=Path(agent_dir),
                     base=base,
+                    st_env=st_env,
+                    others=others,
                 )
             )
     header = _header(args.repeats, pi)

@@ -37,6 +37,7 @@ from sessiontree.compaction import DEFAULT_COMPACTION_SETTINGS, prepare_compacti
 __all__ = ["TARGETS", "SizeResult", "Target", "main", "measure_size", "render_table"]
 
 DEFAULT_SIZES = (10_000, 100_000, 300_000)
+INDEX_CACHE_ENV = "SESSIONTREE_INDEX_CACHE"
 QUICK_SIZES = (2_000,)
 RSS_PROBE = Path(__file__).resolve().parent / "rss_probe.py"
 
@@ -54,6 +55,9 @@ class SizeResult:
     open_s: float = 0.0
     context_s: float = 0.0
     open_context_s: float = 0.0
+    reopen_s: float = 0.0
+    reopen_context_s: float = 0.0
+    reopen_open_context_s: float = 0.0
     tree_s: float = 0.0
     tree_nodes: int = 0
     context_messages: int = 0
@@ -75,6 +79,10 @@ class SizeResult:
         return self.open_context_s / self.floor_s if self.floor_s else float("nan")
 
     @property
+    def reopen_ratio_to_floor(self) -> float:
+        return self.reopen_open_context_s / self.floor_s if self.floor_s else float("nan")
+
+    @property
     def appends_per_s(self) -> float:
         return self.appends / self.appends_s if self.appends_s else float("nan")
 
@@ -87,6 +95,7 @@ class SizeResult:
         out = asdict(self)
         out.update(
             ratio_to_floor=self.ratio_to_floor,
+            reopen_ratio_to_floor=self.reopen_ratio_to_floor,
             appends_per_s=self.appends_per_s,
             rss_delta=self.rss_delta,
             rss_delta_per_file_byte=self.rss_delta / self.file_bytes,
@@ -109,6 +118,7 @@ class Target:
 TARGETS: tuple[Target, ...] = (
     Target("open", "< 1 s", 300_000, lambda r: r.open_s, lambda v: v < 1.0),
     Target("ratio", "≤ 4× floor", 100_000, lambda r: r.ratio_to_floor, lambda v: v <= 4.0),
+    Target("reopen", "≤ 2× floor", 100_000, lambda r: r.reopen_ratio_to_floor, lambda v: v <= 2.0),
     Target("tree", "≤ 150 ms", 100_000, lambda r: r.tree_s, lambda v: v <= 0.150),
     Target("appends", "≥ 20,000/s", 100_000, lambda r: r.appends_per_s, lambda v: v >= 20_000),
     Target("rss", "≤ 2× file", 100_000, lambda r: r.rss_delta / r.file_bytes, lambda v: v <= 2.0),
@@ -157,16 +167,21 @@ def measure_size(
     )
     samples = result.samples
     _floor(path)  # warm the page cache: every measurement below reads from memory
+    _reopen(path)  # the index and body caches for the re-opens below
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for run in range(repeats):
         gc.collect()
         _record(samples, "floor", _floor(path))
         gc.collect()
-        t0 = time.perf_counter()
-        manager = SessionManager.open(path, read_only=True)
-        t1 = time.perf_counter()
-        context = manager.build_session_context()
-        t2 = time.perf_counter()
+        os.environ[INDEX_CACHE_ENV] = "0"  # a file never opened before: scanned whole
+        try:
+            t0 = time.perf_counter()
+            manager = SessionManager.open(path, read_only=True)
+            t1 = time.perf_counter()
+            context = manager.build_session_context()
+            t2 = time.perf_counter()
+        finally:
+            del os.environ[INDEX_CACHE_ENV]
         tree = manager.get_tree()
         t3 = time.perf_counter()
         _record(samples, "floor", _floor(path))  # twice per run: cheap, and steadies the ratio's denominator
@@ -178,6 +193,11 @@ def measure_size(
         result.tree_nodes = _count_nodes(tree)
         manager.close()
         del manager, context, tree
+        gc.collect()
+        opened, built = _reopen(path)
+        _record(samples, "reopen", opened)
+        _record(samples, "reopen_context", built)
+        _record(samples, "reopen_open_context", opened + built)
         _prepare(result, "prepare", path)
         if uncompacted is not None and run == 0:  # seconds at 300k entries: once is enough for a worst case
             _prepare(result, "prepare_uncompacted", uncompacted.path)
@@ -190,12 +210,27 @@ def measure_size(
     result.open_s = min(samples["open"])
     result.context_s = min(samples["context"])
     result.open_context_s = min(samples["open_context"])
+    result.reopen_s = min(samples["reopen"])
+    result.reopen_context_s = min(samples["reopen_context"])
+    result.reopen_open_context_s = min(samples["reopen_open_context"])
     result.tree_s = min(samples["tree"])
     result.prepare_s = min(samples["prepare"])
     if uncompacted is not None:
         result.prepare_uncompacted_s = min(samples["prepare_uncompacted"])
     result.appends_s = min(samples["appends"])
     return result
+
+
+def _reopen(path: Path) -> tuple[float, float]:
+    """Open + context of a file opened before (its index and body caches in the cache directory), then
+    close: seconds to open, to build the context."""
+    t0 = time.perf_counter()
+    manager = SessionManager.open(path, read_only=True)
+    t1 = time.perf_counter()
+    manager.build_session_context()
+    t2 = time.perf_counter()
+    manager.close()
+    return t1 - t0, t2 - t1
 
 
 def _prepare(result: SizeResult, key: str, path: Path) -> None:
@@ -318,6 +353,10 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
         ("  context messages", cells(lambda r: f"{r.context_messages:,}"), None),
         ("open + context", cells(lambda r: _seconds(r.open_context_s)), None),
         ("  open + context ÷ floor", cells(lambda r: f"{r.ratio_to_floor:.3f}×"), "ratio"),
+        ("re-open (index cache)", cells(lambda r: _seconds(r.reopen_s)), None),
+        ("  build context (body cache)", cells(lambda r: _seconds(r.reopen_context_s)), None),
+        ("  re-open + context", cells(lambda r: _seconds(r.reopen_open_context_s)), None),
+        ("  re-open + context ÷ floor", cells(lambda r: f"{r.reopen_ratio_to_floor:.3f}×"), "reopen"),
         ("get_tree", cells(lambda r: _seconds(r.tree_s)), "tree"),
         (f"{appends:,} appends, flush mode", cells(lambda r: _seconds(r.appends_s)), None),
         ("  appends per second", cells(lambda r: f"{r.appends_per_s:,.0f}/s"), "appends"),
@@ -480,6 +519,10 @@ def main(argv: list[str] | None = None) -> int:
 
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
+    # sessiontree's caches (the index and body caches of the re-open rows) of this run only
+    cache_dir = tempfile.TemporaryDirectory(prefix="sessiontree-bench-cache-")
+    os.environ["SESSIONTREE_CACHE_DIR"] = cache_dir.name
+    os.environ.pop(INDEX_CACHE_ENV, None)
     _log(f"generating or reusing sessions of {', '.join(f'{n:,}' for n in sizes)} entries in {data_dir}")
     started = time.perf_counter()
     wanted = [(n, args.variant) for n in sizes]
@@ -537,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(render_cli_table(cli_rows))
     _log(f"done in {time.perf_counter() - started:.1f} s")
+    cache_dir.cleanup()
     return 0
 
 

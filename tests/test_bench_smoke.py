@@ -25,6 +25,10 @@ ROWS = (
     "context messages",
     "open + context",
     "open + context ÷ floor",
+    "re-open (index cache)",
+    "build context (body cache)",
+    "re-open + context",
+    "re-open + context ÷ floor",
     "get_tree",
     "appends, flush mode",
     "appends per second",
@@ -88,7 +92,7 @@ def test_quick_run_prints_every_row(tmp_path: Path) -> None:
             "not checked (stated for 100k)" in line or "not checked (stated for 300k)" in line
             for line in lines
         )
-        == 5
+        == 6
     )
     main, _, cli = table.partition("\n\n")
     assert not any(line.rstrip().endswith(("PASS", "FAIL")) for line in main.splitlines())  # none is for 2k
@@ -98,8 +102,10 @@ def test_quick_run_prints_every_row(tmp_path: Path) -> None:
         "sessiontree tree (process CPU time)",
         "list, cold cache",
         "list, warm cache",
+        "sessiontree --help (wall)",
+        'python -c "import sessiontree"',
     ):
         assert row in cli, row
     document = json.loads(out_json.read_text("utf-8"))
     assert [r["entries"] for r in document["results"]] == [2_000]
-    assert len(document["targets"]) == 5
+    assert len(document["targets"]) == 6

@@ -76,6 +76,17 @@ class Group(_QuietHelp, TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         return [*self.commands, *(name for name in self.lazy if name not in self.commands)]
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with the first sentence of its help, wrapped rather than cut to one line."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = self.commands.get(cmd_name)
         if found is None and cmd_name in self.lazy:
@@ -83,7 +94,9 @@ class Group(_QuietHelp, TyperGroup):
 
             module, function = self.lazy[cmd_name]
             holder = typer.Typer(
-                add_completion=False, context_settings={"help_option_names": ["-h", "--help"]}
+                add_completion=False,
+                rich_markup_mode=None,
+                context_settings={"help_option_names": ["-h", "--help"]},
             )
             command = getattr(importlib.import_module(f"{__package__}.{module}"), function)
             add_command(holder, cmd_name, command)

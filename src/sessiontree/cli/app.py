@@ -57,6 +57,7 @@ app = typer.Typer(
     cls=lazy_group(COMMANDS),
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

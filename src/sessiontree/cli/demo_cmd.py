@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,6 +27,8 @@ EXAMPLE = "coding-session.jsonl"
 
 def example_session() -> Path:
     """The example session shipped inside the package (a coding session with branches and a compaction)."""
+    from importlib import resources
+
     return Path(str(resources.files("sessiontree") / "data" / EXAMPLE))
 
 

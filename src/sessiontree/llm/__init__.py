@@ -5,36 +5,49 @@ Import from here; the SDK-backed providers load lazily on the first ``stream``/`
 
 from __future__ import annotations
 
-from .convert import (
-    BRANCH_SUMMARY_PREFIX,
-    BRANCH_SUMMARY_SUFFIX,
-    COMPACTION_SUMMARY_PREFIX,
-    COMPACTION_SUMMARY_SUFFIX,
-    bash_execution_to_text,
-    convert_to_llm,
-    prepare_llm_messages,
-)
-from .models import BUILTIN_MODELS, ModelRegistry, get_env_api_key, load_models_file, openai_compatible_model
-from .overflow import is_context_overflow
-from .stream import AssistantMessageStream, calculate_cost, complete, stream
-from .tokens import (
-    ContextUsageEstimate,
-    calculate_context_tokens,
-    estimate_context_tokens,
-    estimate_tokens,
-    get_last_assistant_usage,
-)
-from .types import (
-    AbortSignal,
-    Api,
-    Context,
-    Model,
-    ModelCost,
-    StreamEvent,
-    StreamOptions,
-    ThinkingLevel,
-    Tool,
-)
+from sessiontree._lazy import export_lazily
+
+TYPE_CHECKING = False  # importing typing for it would cost more than this module
+
+if TYPE_CHECKING:
+    from .convert import (
+        BRANCH_SUMMARY_PREFIX,
+        BRANCH_SUMMARY_SUFFIX,
+        COMPACTION_SUMMARY_PREFIX,
+        COMPACTION_SUMMARY_SUFFIX,
+        bash_execution_to_text,
+        convert_to_llm,
+        prepare_llm_messages,
+    )
+    from .models import (
+        BUILTIN_MODELS,
+        ModelRegistry,
+        get_env_api_key,
+        load_models_file,
+        openai_compatible_model,
+    )
+    from .overflow import is_context_overflow
+    from .stream import AssistantMessageStream, calculate_cost, complete, stream
+    from .tokens import (
+        ContextUsageEstimate,
+        calculate_context_tokens,
+        estimate_context_tokens,
+        estimate_tokens,
+        get_last_assistant_usage,
+    )
+    from .transform import transform_messages
+    from .types import (
+        AbortSignal,
+        Api,
+        Context,
+        Model,
+        ModelCost,
+        StreamEvent,
+        StreamOptions,
+        ThinkingLevel,
+        Tool,
+    )
+
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -70,3 +83,41 @@ __all__ = [
     "stream",
     "transform_messages",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "BRANCH_SUMMARY_PREFIX": ".convert",
+        "BRANCH_SUMMARY_SUFFIX": ".convert",
+        "COMPACTION_SUMMARY_PREFIX": ".convert",
+        "COMPACTION_SUMMARY_SUFFIX": ".convert",
+        "bash_execution_to_text": ".convert",
+        "convert_to_llm": ".convert",
+        "prepare_llm_messages": ".convert",
+        "BUILTIN_MODELS": ".models",
+        "ModelRegistry": ".models",
+        "get_env_api_key": ".models",
+        "load_models_file": ".models",
+        "openai_compatible_model": ".models",
+        "is_context_overflow": ".overflow",
+        "AssistantMessageStream": ".stream",
+        "calculate_cost": ".stream",
+        "complete": ".stream",
+        "stream": ".stream",
+        "transform_messages": ".transform",
+        "ContextUsageEstimate": ".tokens",
+        "calculate_context_tokens": ".tokens",
+        "estimate_context_tokens": ".tokens",
+        "estimate_tokens": ".tokens",
+        "get_last_assistant_usage": ".tokens",
+        "AbortSignal": ".types",
+        "Api": ".types",
+        "Context": ".types",
+        "Model": ".types",
+        "ModelCost": ".types",
+        "StreamEvent": ".types",
+        "StreamOptions": ".types",
+        "ThinkingLevel": ".types",
+        "Tool": ".types",
+    },
+)

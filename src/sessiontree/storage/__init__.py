@@ -5,12 +5,18 @@ Also migration, the writer lock and check/repair. Nothing here knows about messa
 
 from __future__ import annotations
 
-from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Problem
+from sessiontree._lazy import export_lazily
 
-from .jsonl import JsonlStore
-from .memory import MemoryStore
-from .migrate import MigrationResult, migrate_entries, needs_migration, session_version
-from .repair import RepairReport, repair_session_file
+TYPE_CHECKING = False  # importing typing for it would cost more than this module
+
+if TYPE_CHECKING:
+    from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, EntryStore, IndexedStore, Problem
+
+    from .jsonl import JsonlStore
+    from .memory import MemoryStore
+    from .migrate import MigrationResult, migrate_entries, needs_migration, session_version
+    from .repair import RepairReport, repair_session_file
+
 
 __all__ = [
     "DURABILITY_MODES",
@@ -27,3 +33,22 @@ __all__ = [
     "repair_session_file",
     "session_version",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "DURABILITY_MODES": "sessiontree.tree.entry_store",
+        "Durability": "sessiontree.tree.entry_store",
+        "EntryStore": "sessiontree.tree.entry_store",
+        "IndexedStore": "sessiontree.tree.entry_store",
+        "Problem": "sessiontree.tree.entry_store",
+        "JsonlStore": ".jsonl",
+        "MemoryStore": ".memory",
+        "MigrationResult": ".migrate",
+        "migrate_entries": ".migrate",
+        "needs_migration": ".migrate",
+        "session_version": ".migrate",
+        "RepairReport": ".repair",
+        "repair_session_file": ".repair",
+    },
+)

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, attrgetter, itemgetter, sub
+from operator import attrgetter, itemgetter, sub
 from typing import Any
 
 from sessiontree.format import pi_json as _json
 from sessiontree.tree.entry_store import Problem
+
+from ._lines import LineTable
 
 try:  # pragma: no cover - exercised by the environment, both paths are tested
     import msgspec
@@ -44,8 +47,8 @@ try:  # pragma: no cover - exercised by the environment, both paths are tested
 
     class _TypedEnvelope(msgspec.Struct, gc=False):
         # Checked in C for the chunk fast path; any other shape sends the chunk down the line-by-line path.
-        type: str | None = None
-        id: str | None = None
+        type: str
+        id: str
         parentId: str | None = None
         timestamp: str | None = None
 
@@ -57,7 +60,16 @@ except ImportError:  # pragma: no cover
     _CHUNK_DECODER = None
     _DECODE_ERRORS = ()
 
-__all__ = ["CHUNK_BYTES", "Chunk", "ScanResult", "memory_chunks", "reader_chunks", "scan", "use_msgspec"]
+__all__ = [
+    "CHUNK_BYTES",
+    "Chunk",
+    "ScanResult",
+    "fd_chunks",
+    "memory_chunks",
+    "reader_chunks",
+    "scan",
+    "use_msgspec",
+]
 
 CHUNK_BYTES = 1 << 22
 _REJECTED: tuple[type[BaseException], ...] = (*_DECODE_ERRORS, RecursionError)  # msgspec recurses per level
@@ -76,33 +88,52 @@ def use_msgspec(enabled: bool) -> bool:
 
 @dataclass(slots=True)
 class ScanResult:
-    """Envelopes and positions of the valid entries of a byte range, plus what was wrong with the rest."""
+    """Envelopes and positions of the valid entries of a byte range, plus what was wrong with the rest.
+
+    ``problems`` holds what concerns single lines; the blank lines (counted over the whole range), a torn
+    or unterminated last line are in the fields after it, and ``all_problems()`` lists them all in the
+    order a reader reports them.
+    """
 
     ids: list[str] = field(default_factory=list)
     parents: list[str | None] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     timestamps: list[str | None] = field(default_factory=list)
-    starts: array[int] = field(default_factory=lambda: array("q"))
-    ends: array[int] = field(default_factory=lambda: array("q"))
-    lines: array[int] = field(default_factory=lambda: array("q"))
+    table: LineTable = field(default_factory=LineTable)
     problems: list[Problem] = field(default_factory=list)
     torn_offset: int | None = None
     torn_line: int | None = None
     needs_newline: bool = False
     end_line: int = 0
+    blank_lines: int = 0
+    blank_first: int | None = None
+    tail_problems: list[Problem] = field(default_factory=list)
+    known_breaks: tuple[list[int], int] | None = None
+    """The run starts of the first entries when a cache gave them (see ``IndexedStore._install``)."""
+
+    def all_problems(self, where: str) -> list[Problem]:
+        """Every problem: the lines' own, then a torn or unterminated last line, then the blank lines."""
+        out = [*self.problems, *self.tail_problems]
+        if self.blank_lines:
+            out.append(
+                Problem(
+                    "blank_lines",
+                    self.blank_first,
+                    f"{where}: {self.blank_lines} blank line(s) skipped, the first on line {self.blank_first}",
+                )
+            )
+        return out
 
 
 class _State:
-    __slots__ = ("blank_first", "blank_lines", "last_bad", "where")
+    __slots__ = ("last_bad", "where")
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.blank_lines = 0
-        self.blank_first: int | None = None
         self.last_bad: tuple[int, int, Problem] | None = None
 
 
-Chunk = tuple[bytes, int, int, int]
+Chunk = tuple["bytes | bytearray", int, int, int]
 """``(buf, lo, hi, base)``: scan ``buf[lo:hi]``, whose byte ``k`` is at absolute offset ``base + k``."""
 
 
@@ -140,19 +171,58 @@ def reader_chunks(read: Callable[[int, int], bytes], start: int, end: int) -> It
         size = CHUNK_BYTES
 
 
-def scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
-    """Validate and index every line of ``chunks`` (the first begins at physical line ``first_line``)."""
+def fd_chunks(fd: int, start: int, end: int) -> Iterator[Chunk]:
+    """Chunks of the file open as ``fd``, read with ``preadv`` into one reused buffer (no new block of
+    memory per chunk); each chunk ends at a line boundary (except possibly the last) and is valid until
+    the next one is asked for. The partial line at the end of a block is moved to the buffer's front."""
+    if start >= end:
+        return
+    buf = bytearray(min(CHUNK_BYTES, end - start))  # a few appended lines need no 4 MiB block
+    view = memoryview(buf)
+    pos = start  # the file offset of buf[0]
+    held = 0  # bytes of buf holding the file from ``pos``
+    while pos + held < end:
+        if held == len(buf):  # a line longer than the buffer: grow it
+            view.release()
+            buf.extend(bytes(len(buf)))
+            view = memoryview(buf)
+        want = min(len(buf) - held, end - pos - held)
+        got = os.preadv(fd, [view[held : held + want]], pos + held)
+        if got <= 0:  # the file shrank: scan what was read
+            break
+        held += got
+        if pos + held >= end:
+            break
+        cut = buf.rfind(b"\n", 0, held)
+        if cut < 0:
+            continue
+        yield buf, 0, cut + 1, pos
+        rest = held - cut - 1
+        buf[:rest] = view[cut + 1 : held]
+        pos += cut + 1
+        held = rest
+    if held:
+        yield buf, 0, held, pos
+
+
+def scan(
+    chunks: Iterable[Chunk], first_line: int, where: str, resume: ScanResult | None = None
+) -> ScanResult:
+    """Validate and index every line of ``chunks`` (the first begins at physical line ``first_line``).
+
+    With ``resume`` (the result of scanning the bytes before the chunks, which ended with a complete
+    line), the lines are added to it: the result is the one a scan of all the bytes would give.
+    """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of small allocations, no cycles: collection passes would only cost time
     try:
-        return _scan(chunks, first_line, where)
+        return _scan(chunks, first_line, where, resume if resume is not None else ScanResult())
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
-    out = ScanResult()
+def _scan(chunks: Iterable[Chunk], first_line: int, where: str, out: ScanResult) -> ScanResult:
     state = _State(where)
     line_no = first_line
     last: Chunk | None = None
@@ -166,7 +236,7 @@ def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
         if _USE_MSGSPEC and _fast_chunk(buf, pos, stop, base, newlines, count, line_no, out):
             state.last_bad = None
         else:
-            lines = buf[pos:stop].split(b"\n")
+            lines = bytes(buf[pos:stop]).split(b"\n")
             if lines[-1] == b"":
                 lines.pop()
             _slow_chunk(lines, base + pos, line_no, out, state)
@@ -177,7 +247,7 @@ def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
         out.problems.remove(problem)
         out.torn_offset = offset
         out.torn_line = line
-        out.problems.append(
+        out.tail_problems.append(
             Problem(
                 "torn_tail",
                 line,
@@ -189,7 +259,7 @@ def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
         buf, pos, stop, _ = last
         out.needs_newline = True
         if buf[max(buf.rfind(b"\n", pos, stop) + 1, pos) : stop].strip():
-            out.problems.append(
+            out.tail_problems.append(
                 Problem(
                     "missing_newline",
                     out.end_line,
@@ -197,18 +267,10 @@ def _scan(chunks: Iterable[Chunk], first_line: int, where: str) -> ScanResult:
                     "before the next entry",
                 )
             )
-    if state.blank_lines:
-        out.problems.append(
-            Problem(
-                "blank_lines",
-                state.blank_first,
-                f"{where}: {state.blank_lines} blank line(s) skipped, the first on line {state.blank_first}",
-            )
-        )
     return out
 
 
-def _newlines(buf: bytes, pos: int, stop: int) -> list[int]:
+def _newlines(buf: bytes | bytearray, pos: int, stop: int) -> list[int]:
     """Offsets of every ``\\n`` in ``buf[pos:stop]`` (a find loop: cheaper than splitting into objects)."""
     found: list[int] = []
     add_one = found.append
@@ -220,7 +282,7 @@ def _newlines(buf: bytes, pos: int, stop: int) -> list[int]:
     return found
 
 
-def _bytes_at(buf: bytes, positions: list[int]) -> tuple[int, ...]:
+def _bytes_at(buf: bytes | bytearray | memoryview, positions: list[int]) -> tuple[int, ...]:
     """``buf[p]`` for every position, gathered in C."""
     if not positions:
         return ()
@@ -230,8 +292,11 @@ def _bytes_at(buf: bytes, positions: list[int]) -> tuple[int, ...]:
     return got
 
 
-def _one_object_per_line(buf: bytes, pos: int, stop: int, newlines: list[int], count: int) -> bool:
-    """Whether every line of ``buf[pos:stop]`` starts with ``{`` and ends with ``}`` (before an optional ``\r``).
+def _line_ends(
+    buf: bytes | bytearray, pos: int, stop: int, newlines: list[int], count: int
+) -> list[int] | None:
+    """Where each line of ``buf[pos:stop]`` ends (before its ``\\n``, and before a ``\\r`` there), when every
+    line starts with ``{`` and ends with ``}``; else ``None``.
 
     ``decode_lines`` reads a stream of values, not lines: a line holding two glued objects and a blank line
     elsewhere give as many values as lines, and an object may span lines. When every line starts with ``{``
@@ -240,56 +305,63 @@ def _one_object_per_line(buf: bytes, pos: int, stop: int, newlines: list[int], c
     when the counts agree. The bytes beside every newline are gathered in C: a small fraction of the decode.
     """
     if buf[pos] != 0x7B:
-        return False
+        return None
     ends_with_newline = count == len(newlines)
     following = newlines[:-1] if ends_with_newline else newlines
-    firsts = _bytes_at(buf, list(map(add, following, repeat(1))))
-    if firsts.count(0x7B) != len(firsts):
-        return False
-    line_ends = list(map(sub, newlines, repeat(1)))
-    if not ends_with_newline:
-        line_ends.append(stop - 1)
-    lasts = _bytes_at(buf, line_ends)
+    if following:
+        view = memoryview(buf)
+        try:  # the byte after each newline: buf[n + 1] is view[1:][n]
+            firsts = _bytes_at(view[1:], following)
+        finally:
+            view.release()
+        if firsts.count(0x7B) != len(firsts):
+            return None
+    ends = newlines if ends_with_newline else [*newlines, stop]
+    lasts = _bytes_at(buf, list(map(sub, ends, repeat(1))))
     if lasts.count(0x7D) == len(lasts):
-        return True
-    before = _bytes_at(buf, [max(pos, e - 1) for e in line_ends])  # CRLF endings: "}" before the "\r"
-    return all(a == 0x7D or (a == 0x0D and b == 0x7D) for a, b in zip(lasts, before, strict=True))
+        return ends
+    before = _bytes_at(buf, [max(pos, e - 2) for e in ends])  # CRLF endings: "}" before the "\r"
+    if not all(a == 0x7D or (a == 0x0D and b == 0x7D) for a, b in zip(lasts, before, strict=True)):
+        return None
+    return [e - 1 if a == 0x0D else e for a, e in zip(lasts, ends, strict=True)]
 
 
 def _fast_chunk(
-    buf: bytes, pos: int, stop: int, base: int, newlines: list[int], count: int, line_no: int, out: ScanResult
+    buf: bytes | bytearray,
+    pos: int,
+    stop: int,
+    base: int,
+    newlines: list[int],
+    count: int,
+    line_no: int,
+    out: ScanResult,
 ) -> bool:
     """Validate and index a whole chunk in C; ``False`` when anything needs the line-by-line path."""
-    if not _one_object_per_line(buf, pos, stop, newlines, count):
+    ends = _line_ends(buf, pos, stop, newlines, count)
+    if ends is None:
         return False
+    view = memoryview(buf)
     try:
-        envs = _CHUNK_DECODER.decode_lines(memoryview(buf)[pos:stop])
+        envs = _CHUNK_DECODER.decode_lines(view[pos:stop])
     except _REJECTED:
         return False
+    finally:
+        view.release()
     if len(envs) != count:  # two values glued on one line
         return False
     types = list(map(_GET_TYPE, envs))
-    ids = list(map(_GET_ID, envs))
-    parents = list(map(_GET_PARENT, envs))
-    stamps = list(map(_GET_TIMESTAMP, envs))
-    if None in types or None in ids or "session" in types:
+    if "session" in types:
         return False
-    ends = newlines if count == len(newlines) else [*newlines, stop]
-    starts = [base + pos, *map(add, ends[:-1], repeat(base + 1))]
-    if base:
-        ends = list(map(add, ends, repeat(base)))
-    if buf.find(b"\r", pos, stop) >= 0:
-        for k, end in enumerate(ends):
-            if buf[end - base - 1] == 0x0D and end > starts[k]:
-                ends[k] = end - 1
-    # array(list) converts in one C loop; extending an array from a list or iterator is several times slower
-    out.starts += array("q", starts)
-    out.ends += array("q", ends)
-    out.lines += array("q", range(line_no, line_no + count))
+    if ends is newlines or ends[:-1] == newlines[: count - 1]:  # every line but the last ends at its newline
+        out.table.add_chunk(base, pos, array("q", ends), line_no)
+    else:  # CRLF: the spans end before the "\r"
+        starts = [pos, *(n + 1 for n in newlines[: count - 1])]
+        for k, (start, end) in enumerate(zip(starts, ends, strict=True)):
+            out.table.add(base + start, base + max(end, start), line_no + k)
     out.types.extend(map(sys.intern, types))
-    out.ids.extend(ids)
-    out.parents.extend(parents)
-    out.timestamps.extend(stamps)
+    out.ids.extend(map(_GET_ID, envs))
+    out.parents.extend(map(_GET_PARENT, envs))
+    out.timestamps.extend(map(_GET_TIMESTAMP, envs))
     return True
 
 
@@ -337,9 +409,9 @@ def _slow_chunk(lines: list[bytes], base: int, line_no: int, out: ScanResult, st
         n = line_no
         line_no += 1
         if not line or (line[0] != 0x7B and not line.strip()):
-            state.blank_lines += 1
-            if state.blank_first is None:
-                state.blank_first = n
+            out.blank_lines += 1
+            if out.blank_first is None:
+                out.blank_first = n
             continue
         parses, kind, entry_id, parent, stamp = _envelope(line)
         if not parses:
@@ -371,6 +443,4 @@ def _slow_chunk(lines: list[bytes], base: int, line_no: int, out: ScanResult, st
         out.ids.append(entry_id)
         out.parents.append(parent)
         out.timestamps.append(stamp if isinstance(stamp, str) else None)
-        out.starts.append(start)
-        out.ends.append(start + len(line) - (1 if line.endswith(b"\r") else 0))
-        out.lines.append(n)
+        out.table.add(start, start + len(line) - (1 if line.endswith(b"\r") else 0), n)

@@ -8,8 +8,7 @@ lines except by an atomic migration, and never touches a file it cannot read as 
 from __future__ import annotations
 
 import os
-from array import array
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,12 @@ from sessiontree.format.ids import new_entry_id
 from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, Problem, check_envelope
 
 from ..errors import SessionNotFoundError, StorageError
-from . import _fileio, lock
+from . import _fileio, body_cache, index_cache, lock
 from ._encode import encode_entry
 from ._fileformat import decode_for_migration, find_header, parse_header
-from ._scan import memory_chunks, reader_chunks, scan
+from ._lines import LineTable
+from ._scan import Chunk, ScanResult, fd_chunks, memory_chunks, reader_chunks, scan
+from .jsonl_reads import JsonlReads
 from .jsonl_writes import JsonlWrites, _exists_error
 from .migrate import migrate_entries, needs_migration, session_version
 
@@ -47,7 +48,7 @@ def _read_head(read: Reader, size: int) -> bytes:
         n = min(size, n * 4)
 
 
-class JsonlStore(JsonlWrites):
+class JsonlStore(JsonlReads, JsonlWrites):
     """A pi session file. Build with ``open``, ``create`` or ``write_new``; positions index valid entries."""
 
     def __init__(
@@ -66,9 +67,9 @@ class JsonlStore(JsonlWrites):
         self.durability: Durability = durability
         self._id_factory = id_factory
         self._buf: bytes | None = None  # only for content that exists in memory alone (read-only migration)
-        self._starts: array[int] = array("q")
-        self._ends: array[int] = array("q")
-        self._lines: array[int] = array("q")
+        self._table = LineTable()  # where each entry's line is
+        self._cache_stat: tuple[os.stat_result, int] | None = None  # for the index cache, while loading
+        self._bodies: body_cache.Bodies | None = None
         self._next_line = 1
         self._fd: int | None = None  # writer descriptor (O_APPEND), holds the lock
         self._rfd: int | None = None  # reader descriptor for pread
@@ -197,10 +198,11 @@ class JsonlStore(JsonlWrites):
         head = _read_head(read, size)
         parsed = parse_header(head, where)
         self._reset_index()
+        self._bodies = None
         self._size, self._identity = size, identity
         self._torn = None
         self._clear_on_first_write = False
-        self._starts, self._ends, self._lines = array("q"), array("q"), array("q")
+        self._table = LineTable()
         if parsed is None or isinstance(parsed, int):  # no header yet: a new session at this path
             self.header = None
             self._header_written = False
@@ -228,13 +230,19 @@ class JsonlStore(JsonlWrites):
         self.header = header
         self._header_written = True
         start = min(header_end + 1, size)
-        chunks = (
-            memory_chunks(memory, start, size) if memory is not None else reader_chunks(read, start, size)
-        )
-        result = scan(chunks, header_line + 1, where)
-        self._starts, self._ends, self._lines = result.starts, result.ends, result.lines
-        self.problems.extend(result.problems)
-        self._install(result.ids, result.parents, result.types, result.timestamps)
+        if memory is not None:
+            result = scan(memory_chunks(memory, start, size), header_line + 1, where)
+        else:
+            result = self._scan_file(read, start, size, header_line + 1)
+        self._table = result.table
+        self.problems.extend(result.all_problems(where))
+        self._install(result.ids, result.parents, result.types, result.timestamps, result.known_breaks)
+        if self._cache_stat is not None:
+            st, scanned = self._cache_stat
+            self._cache_stat = None
+            if scanned >= index_cache.MIN_BYTES:
+                index_cache.save(self._path, self._reader(), st, start, header_line + 1, result, self._breaks)
+            self._load_bodies(st)
         if result.torn_offset is not None:
             self._torn = (result.torn_offset, result.torn_line or 0)
             self._next_line = result.torn_line or 0
@@ -323,76 +331,25 @@ class JsonlStore(JsonlWrites):
         self.problems = [*old_problems, note, *self.problems]
         self.generation += 1
 
-    # -- reads ---------------------------------------------------------------------------------------
-    def _reader(self) -> int:
-        if self._rfd is not None:
-            return self._rfd
-        with self._lock:
-            if self._rfd is not None:
-                return self._rfd
-            fd = _fileio.open_regular(self._path)
-            st = os.fstat(fd)
-            if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
-                os.close(fd)
-                raise StorageError(
-                    f"{self.path}: the file was replaced on disk; open it again", path=str(self.path)
-                )
-            self._rfd = fd
-            return fd
+    def _scan_file(self, read: Reader, start: int, size: int, first_line: int) -> ScanResult:
+        """Scan the file's entries from ``start`` to ``size``: only what follows a valid cached scan."""
+        self._cache_stat = None
+        if read == self._pread and size >= index_cache.MIN_BYTES and index_cache.enabled():
+            st = os.fstat(self._reader())
+            if st.st_size == size:
+                cached = index_cache.lookup(self._path, self._reader(), st, start, first_line)
+                scanned = size - (start if cached is None else cached.size)
+                self._cache_stat = (st, scanned)
+                if cached is not None:
+                    chunks = self._chunks(read, cached.size, size)
+                    return scan(chunks, cached.result.end_line + 1, str(self.path), resume=cached.result)
+        return scan(self._chunks(read, start, size), first_line, str(self.path))
 
-    def _drop_reader(self) -> None:
-        if self._rfd is not None:
-            os.close(self._rfd)
-            self._rfd = None
-
-    def _pread(self, offset: int, size: int) -> bytes:
-        return os.pread(self._reader(), size, offset)
-
-    def _read_range(self, start: int, end: int) -> bytes:
-        if self._buf is not None:
-            return self._buf[start:end]
-        data = self._pread(start, end - start)
-        if len(data) != end - start:
-            raise StorageError(f"{self.path}: the file shrank on disk; open it again", path=str(self.path))
-        return data
-
-    def raw_at(self, i: int) -> bytes:
-        if i < 0:
-            i += len(self._ids)
-        return self._read_range(self._starts[i], self._ends[i])
-
-    def raws_at(self, positions: Sequence[int]) -> list[bytes]:
-        return [bytes(view) for view in self.raw_views_at(positions)]
-
-    def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
-        cache = self._cache
-        missing = sorted({i for i in positions if i not in cache})
-        for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file at once
-            part = missing[start : start + chunk]
-            for i, raw in zip(part, self.raw_views_at(part), strict=True):
-                cache[i] = self._decode_raw(i, raw)
-
-    def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
-        if not positions:
-            return []
-        starts, ends = self._starts, self._ends
-        low = min(starts[i] for i in positions)
-        blob = memoryview(self._read_range(low, max(ends[i] for i in positions))).toreadonly()
-        return [blob[starts[i] - low : ends[i] - low] for i in positions]
-
-    def entries(self) -> list[dict[str, Any]]:
-        # one read for the whole file instead of a pread per entry
-        n = len(self._ids)
-        if not n:
-            return []
-        blob = self._read_range(0, self._ends[n - 1])
-        cache, starts, ends = self._cache, self._starts, self._ends
-        return [cache.get(i) or self._decode_raw(i, blob[starts[i] : ends[i]]) for i in range(n)]
-
-    def line_of(self, i: int) -> int | None:
-        if i < 0:
-            i += len(self._ids)
-        return self._lines[i] if 0 <= i < len(self._lines) else None
+    def _chunks(self, read: Reader, start: int, end: int) -> Iterator[Chunk]:
+        """The file's bytes from ``start`` to ``end`` in chunks (``preadv`` into one buffer where it can)."""
+        if read == self._pread and hasattr(os, "preadv"):
+            return fd_chunks(self._reader(), start, end)
+        return reader_chunks(read, start, end)
 
     @property
     def file_exists(self) -> bool:
@@ -414,6 +371,8 @@ class JsonlStore(JsonlWrites):
 
     def close(self) -> None:
         with self._lock:
+            if not self._closed:
+                self._save_bodies()
             if self._fd is not None:
                 try:
                     if self._dirty:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from abc import abstractmethod
-from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from sessiontree.tree.entry_store import Durability, IndexedStore, Problem, chec
 from ..errors import SessionError, SessionLockedError, StorageError
 from . import _fileio, lock
 from ._encode import encode_entry
+from ._lines import LineTable
 
 __all__ = ["JsonlWrites"]
 
@@ -46,9 +46,7 @@ class JsonlWrites(IndexedStore):
     read_only: bool
     durability: Durability
     _path: Path
-    _starts: array[int]
-    _ends: array[int]
-    _lines: array[int]
+    _table: LineTable
     _next_line: int
     _fd: int | None
     _exists: bool
@@ -144,9 +142,7 @@ class JsonlWrites(IndexedStore):
             else:
                 start = self._write(b"\n" if self._needs_newline else b"", line, creating=False)
                 self._needs_newline = False
-            self._starts.append(start)
-            self._ends.append(start + len(line))
-            self._lines.append(self._next_line)
+            self._table.add(start, start + len(line), self._next_line)
             self._next_line += 1
             parent = entry.get("parentId")
             stamp = entry.get("timestamp")

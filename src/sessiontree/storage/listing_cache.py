@@ -8,10 +8,9 @@ next to sessions, and a session's text is kept aside and read only when asked fo
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import functools
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import msgspec
 
 from sessiontree.storage import _fileio
+from sessiontree.storage.cache_dir import CACHE_ENV, default_cache_dir
 from sessiontree.storage.session_dirs import (
     SessionInfo,
     build_session_info,
@@ -31,7 +31,6 @@ from sessiontree.storage.session_dirs import (
 
 __all__ = ["CACHE_ENV", "Catalogue", "ListedSessions", "default_cache_dir", "list_sessions", "session_dirs"]
 
-CACHE_ENV = "SESSIONTREE_CACHE_DIR"
 _FORMAT = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
@@ -39,16 +38,6 @@ Progress = Callable[[int, int], None]
 # (size, mtime_ns, ctime_ns, inode): ctime moves on every change to a file and cannot be set back by tools
 # that preserve mtime, so a rewritten file of the same size and mtime is still noticed.
 _Stamp = tuple[int, int, int, int]
-
-
-def default_cache_dir() -> Path:
-    """``$SESSIONTREE_CACHE_DIR``, else the platform's user cache directory for sessiontree."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("sessiontree", appauthor=False))
 
 
 def _stamp(path: Path) -> _Stamp | None:
@@ -91,9 +80,9 @@ class _ListedSession(SessionInfo):
 
     __slots__ = ("_text", "_text_file")
 
-    def __init__(self, fields: list[Any], path: Path, text_file: Path) -> None:
+    def __init__(self, fields: list[Any], path: Path, text_file: Callable[[], Path]) -> None:
         self._text: str | None = None
-        self._text_file = text_file
+        self._text_file = text_file  # where the text is, worked out only when it is read
         sid, cwd, name, parent, created, modified, count, first = map(_restore, fields)
         super().__init__(
             path,
@@ -113,7 +102,7 @@ class _ListedSession(SessionInfo):
     def all_messages_text(self) -> str:
         if self._text is None:
             try:
-                self._text = self._text_file.read_text("utf-8", "surrogatepass")
+                self._text = self._text_file().read_text("utf-8", "surrogatepass")
             except OSError:
                 fresh = build_session_info(Path(self.path))
                 self._text = fresh.all_messages_text if fresh is not None else ""
@@ -155,6 +144,8 @@ class Catalogue:
             self._records = data["records"]
 
     def _text_file(self, key: str, stamp: _Stamp) -> Path:
+        import hashlib
+
         digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
         return self.directory / "texts" / f"{digest}-{stamp[0]}-{stamp[1]}.txt"
 
@@ -175,12 +166,17 @@ class Catalogue:
             record = self._records.get(key)
             if record is not None and tuple(record[:4]) == stamp:
                 if record[4]:
-                    hits.append(_ListedSession(record[4], path, self._text_file(key, stamp)))
+                    text_file = functools.partial(self._text_file, key, stamp)
+                    hits.append(_ListedSession(record[4], path, text_file))
                 continue
             misses.append((path, stamp))
         total = len(misses)
         if on_progress is not None and total:
             on_progress(0, total)
+        if not misses:
+            return hits, 0
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for done, ((path, stamp), info) in enumerate(
                 zip(misses, pool.map(build_session_info, [m[0] for m in misses]), strict=True), start=1

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -320,6 +319,8 @@ def collect_session_infos(
     files: list[Path], on_progress: ProgressCallback | None = None, cwd_filter: str | None = None
 ) -> list[SessionInfo]:
     """Describe ``files`` (at most 10 at a time, as pi), newest ``modified`` first."""
+    from concurrent.futures import ThreadPoolExecutor
+
     infos: list[SessionInfo] = []
     total = len(files)
     with ThreadPoolExecutor(max_workers=10) as pool:

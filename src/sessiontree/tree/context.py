@@ -14,6 +14,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from sessiontree.format import messages as _msgs
 from sessiontree.format.ids import epoch_ms
+from sessiontree.tree.session_index import PathView as WalkedPath
 
 __all__ = [
     "SessionContext",
@@ -22,6 +23,7 @@ __all__ = [
     "build_session_context",
     "build_session_path",
     "compute_retained_tail",
+    "context_indexes",
     "get_latest_compaction_index",
     "get_session_context_settings",
     "path_ids",
@@ -57,14 +59,14 @@ class PathView(Protocol):
 
 def path_types(path: Sequence[Entry]) -> Sequence[str]:
     """The ``type`` of every entry of ``path`` (from the view without decoding, when it knows them)."""
-    if isinstance(path, PathView):
+    if isinstance(path, (WalkedPath, PathView)):  # the class first: a protocol check costs a millisecond
         return path.types
     return [e.get("type", "") if isinstance(e, dict) else "" for e in path]
 
 
 def path_ids(path: Sequence[Entry]) -> Sequence[str]:
     """The ``id`` of every entry of ``path`` (from the view without decoding, when it knows them)."""
-    if isinstance(path, PathView):
+    if isinstance(path, (WalkedPath, PathView)):  # the class first: a protocol check costs a millisecond
         return path.ids
     return [e.get("id", "") if isinstance(e, dict) else "" for e in path]
 
@@ -198,13 +200,21 @@ def get_session_context_settings(path: Sequence[Entry]) -> SessionSettings:
 
     The model is set by ``model_change`` entries and by every assistant message.
     """
+    return _settings(path, _last_indexes(_types(path), _SETTING_KINDS))
+
+
+_SETTING_KINDS = ("thinking_level_change", "active_tools_change")
+_CONTEXT_KINDS = ("compaction", *_SETTING_KINDS)
+
+
+def _settings(path: Sequence[Entry], last: Mapping[str, int | None]) -> SessionSettings:
     types = _types(path)
     thinking: Any = _UNSET
     tools: Any = _UNSET
-    last_thinking = _last_index(types, "thinking_level_change")
+    last_thinking = last["thinking_level_change"]
     if last_thinking is not None:
         thinking = path[last_thinking].get("thinkingLevel")
-    last_tools = _last_index(types, "active_tools_change")
+    last_tools = last["active_tools_change"]
     if last_tools is not None:
         names = path[last_tools].get("activeToolNames")
         tools = list(names) if isinstance(names, list) else None
@@ -229,12 +239,51 @@ def get_session_context_settings(path: Sequence[Entry]) -> SessionSettings:
 
 
 def _last_index(types: Sequence[str], kind: str) -> int | None:
-    """Index of the last ``kind`` in ``types`` (the search itself runs in C for lists)."""
+    """Index of the last ``kind`` in ``types``."""
+    return _last_indexes(types, (kind,))[kind]
+
+
+def _last_indexes(types: Sequence[str], kinds: Sequence[str]) -> dict[str, int | None]:
+    """The index of the last occurrence of each of ``kinds`` in ``types`` (``None`` when absent), searched
+    in C in windows from the end that grow fourfold: the last compaction or setting is usually near the
+    leaf, so a long path is neither walked in Python nor copied reversed, and the kinds share the windows."""
     if not isinstance(types, list):
         types = list(types)
-    if kind not in types:
+    found: dict[str, int | None] = dict.fromkeys(kinds)
+    pending = list(found)
+    hi = len(types)
+    step = 512
+    while hi > 0 and pending:
+        lo = max(0, hi - step)
+        window = types[lo:hi]
+        for kind in [k for k in pending if k in window]:
+            found[kind] = hi - 1 - window[::-1].index(kind)
+            pending.remove(kind)
+        hi = lo
+        step *= 4
+    return found
+
+
+def _index_before(path: Sequence[Entry], entry_id: str, stop: int) -> int | None:
+    """The index of the first ``entry_id`` among the ids of ``path[:stop]``, or ``None``.
+
+    A walked path (a ``PathView``) holds each id once, so it is searched back from ``stop`` in growing
+    windows: a firstKeptEntryId is usually a few dozen entries before its compaction."""
+    ids = _ids(path)
+    id_list = ids if isinstance(ids, list) else list(ids)
+    if isinstance(path, WalkedPath):
+        hi, step = stop, 256
+        while hi > 0:
+            lo = max(0, hi - step)
+            try:
+                return id_list.index(entry_id, lo, hi)
+            except ValueError:
+                hi, step = lo, step * 4
         return None
-    return len(types) - 1 - types[::-1].index(kind)
+    try:
+        return id_list.index(entry_id, 0, stop)
+    except ValueError:
+        return None
 
 
 def _model(provider: Any, model_id: Any) -> dict[str, Any]:
@@ -263,25 +312,29 @@ def build_context_entries(path: Sequence[Entry]) -> list[Entry]:
     left out), then every entry after ``C``. Non-message entries of the range are kept so a UI can
     render them; they map to no message.
     """
-    c_index = get_latest_compaction_index(path)
+    return [path[i] for i in context_indexes(path)]
+
+
+def context_indexes(path: Sequence[Entry]) -> list[int]:
+    """The indexes into ``path`` of ``build_context_entries(path)``, in the same order."""
+    return _context_indexes(path, get_latest_compaction_index(path))
+
+
+def _context_indexes(path: Sequence[Entry], c_index: int | None) -> list[int]:
     if c_index is None:
-        return [path[i] for i in range(len(path))]
+        return list(range(len(path)))
     compaction = path[c_index]
-    selected: list[Entry] = [compaction]
+    selected = [c_index]
     if not _has_retained_tail(compaction):
         first_kept = compaction.get("firstKeptEntryId")
-        ids = _ids(path)
-        types = _types(path)
-        start = None
-        if isinstance(first_kept, str):
-            id_list = ids if isinstance(ids, list) else list(ids)
-            try:
-                start = id_list.index(first_kept, 0, c_index)
-            except ValueError:
-                start = None
+        start = _index_before(path, first_kept, c_index) if isinstance(first_kept, str) else None
         if start is not None:
-            selected.extend(path[i] for i in range(start, c_index) if types[i] != "compaction")
-    selected.extend(path[i] for i in range(c_index + 1, len(path)))
+            types = _types(path)
+            if "compaction" in types[start:c_index]:
+                selected.extend(i for i in range(start, c_index) if types[i] != "compaction")
+            else:
+                selected.extend(range(start, c_index))
+    selected.extend(range(c_index + 1, len(path)))
     return selected
 
 
@@ -358,10 +411,23 @@ def branch_summary_entry_message(entry: Entry) -> dict[str, Any]:
 
 def context_from_path(path: Sequence[Entry]) -> SessionContext:
     """``build_session_context`` for a path that is already known (root first)."""
-    settings = get_session_context_settings(path)
+    types = _types(path)
+    last = _last_indexes(types, _CONTEXT_KINDS)  # one search from the leaf back for all of them
+    indexes = _context_indexes(path, last["compaction"])
+    preload = getattr(path, "preload", None)
+    if preload is not None:  # a lazy view: decode the entries read below in bulk
+        preload(indexes)
+    settings = _settings(path, last)
     messages: list[dict[str, Any]] = []
-    for entry in build_context_entries(path):
-        messages.extend(session_entry_to_context_messages(entry))
+    add = messages.append
+    entries = path.entries_at(indexes) if isinstance(path, WalkedPath) else [path[i] for i in indexes]
+    for i, entry in zip(indexes, entries, strict=True):
+        if types[i] == "message":  # most entries: the stored message is the runtime message, not a copy
+            message = entry.get("message")
+            if message is not None:
+                add(message)
+        else:
+            messages.extend(session_entry_to_context_messages(entry))
     return SessionContext(messages, settings.thinking_level, settings.model, settings.active_tool_names)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import threading
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -205,6 +206,23 @@ class EntryStore(ABC):
         """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""
         return [self.type_at(i) for i in positions]
 
+    def positions_of(self, kinds: frozenset[str]) -> list[int]:
+        """The positions, in order, of the entries whose ``type`` is one of ``kinds``."""
+        return [i for i in range(len(self)) if self.type_at(i) in kinds]
+
+    def run_starts(self, start: int = 0) -> list[int]:
+        """The positions from ``start`` on whose ``parentId`` is not the id of the entry just before them
+        (position 0 always): where the runs of consecutive parent links start."""
+        return [i for i in range(start, len(self)) if i == 0 or self.parent_at(i) != self.id_at(i - 1)]
+
+    def ids_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
+        """The ids of the positions ``range(start, stop)`` of every run, in order."""
+        return [self.id_at(i) for start, stop in runs for i in range(start, stop)]
+
+    def types_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
+        """The types of the positions ``range(start, stop)`` of every run, in order."""
+        return [self.type_at(i) for start, stop in runs for i in range(start, stop)]
+
     def parent_positions(self, start: int = 0) -> list[int]:
         """For each position from ``start``: the position of its parent (last copy), or -1 (null/missing)."""
         out: list[int] = []
@@ -245,6 +263,7 @@ class IndexedStore(EntryStore):
         self._cache: dict[int, dict[str, Any]] = {}
         self._duplicates: set[str] = set()
         self._type_names: dict[str, str] = {}
+        self._breaks: list[int] = []  # ``run_starts()``: positions whose parent is not the entry before
 
     # -- reads ---------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -281,6 +300,39 @@ class IndexedStore(EntryStore):
 
     def types_at(self, positions: Iterable[int]) -> list[str]:
         return list(map(self._types.__getitem__, positions))
+
+    def positions_of(self, kinds: frozenset[str]) -> list[int]:
+        # list.index searches in C from the last hit on: one pass over the types per kind, one call per hit
+        found: list[int] = []
+        index = self._types.index
+        for kind in kinds:
+            i = -1
+            try:
+                while True:
+                    i = index(kind, i + 1)
+                    found.append(i)
+            except ValueError:
+                pass
+        found.sort()
+        return found
+
+    def run_starts(self, start: int = 0) -> list[int]:
+        breaks = self._breaks
+        return breaks[bisect_left(breaks, start) :] if start else list(breaks)
+
+    def ids_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
+        ids = self._ids
+        out: list[str] = []
+        for start, stop in runs:
+            out += ids[start:stop]
+        return out
+
+    def types_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
+        types = self._types
+        out: list[str] = []
+        for start, stop in runs:
+            out += types[start:stop]
+        return out
 
     def parent_positions(self, start: int = 0) -> list[int]:
         parents = self._parents[start : len(self._ids)]
@@ -344,6 +396,8 @@ class IndexedStore(EntryStore):
     def _add(self, entry_id: str, parent: str | None, kind: str, timestamp: str | None) -> int:
         """Add one envelope to the index; returns its position and reports a duplicate id."""
         i = len(self._ids)
+        if not i or parent != self._ids[i - 1]:
+            self._breaks.append(i)
         self._parents.append(parent)
         self._types.append(self._type_names.setdefault(kind, kind))
         self._timestamps.append(timestamp)
@@ -367,19 +421,33 @@ class IndexedStore(EntryStore):
         )
 
     def _install(
-        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+        self,
+        ids: list[str],
+        parents: list[str | None],
+        types: list[str],
+        timestamps: list[str | None],
+        known_breaks: tuple[list[int], int] | None = None,
     ) -> None:
-        """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids."""
+        """Take over a whole scanned index (positions 0..n-1) and report duplicate and dangling ids.
+
+        ``known_breaks`` (from an index cache): ``(run_starts of the first positions, how many positions)``;
+        only the positions after those are compared.
+        """
         gc_was_enabled = gc.isenabled()
         gc.disable()  # large containers of untracked objects: collection passes would only cost time
         try:
-            self._install_index(ids, parents, types, timestamps)
+            self._install_index(ids, parents, types, timestamps, known_breaks)
         finally:
             if gc_was_enabled:
                 gc.enable()
 
     def _install_index(
-        self, ids: list[str], parents: list[str | None], types: list[str], timestamps: list[str | None]
+        self,
+        ids: list[str],
+        parents: list[str | None],
+        types: list[str],
+        timestamps: list[str | None],
+        known_breaks: tuple[list[int], int] | None,
     ) -> None:
         self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
         self._index = dict(zip(ids, range(len(ids)), strict=True))
@@ -390,22 +458,30 @@ class IndexedStore(EntryStore):
                 if entry_id in first:
                     self._report_duplicate(entry_id, i, first[entry_id])
                 first[entry_id] = i
-        self._report_dangling()
+        self._report_dangling(known_breaks)
 
-    def _report_dangling(self, start: int = 0) -> None:
-        """Report entries from ``start`` on whose parent id is not in the store."""
+    def _report_dangling(self, known_breaks: tuple[list[int], int] | None = None) -> None:
+        """Report entries whose parent id is not in the store (and note where the runs start, see
+        ``_install`` for ``known_breaks``)."""
         index = self._index
         parents = self._parents
-        # Most entries point at the entry just before them: only look up the others (compared in C).
-        tail = parents[start + 1 :]
-        candidates = set(compress(tail, map(ne, tail, self._ids[start:])))
-        if start < len(parents):
-            candidates.add(parents[start])
+        ids = self._ids
+        n = len(parents)
+        breaks, covered = (
+            ([], 0) if known_breaks is None else (list(known_breaks[0]), min(known_breaks[1], n))
+        )
+        if covered == 0 and n:
+            breaks, covered = [0], 1
+        # Most entries point at the entry just before them: only the others start a run (compared in C).
+        changed = map(ne, parents[covered:n], ids[covered - 1 : n - 1]) if covered else iter(())
+        breaks += compress(range(covered, n), changed)
+        self._breaks = breaks
+        candidates = {parents[b] for b in breaks}
         missing = candidates.difference(index)
         missing.discard(None)
         if not missing:
             return
-        for i in range(start, len(parents)):
+        for i in range(n):
             p = parents[i]
             if p is not None and p in missing:
                 self.problems.append(

@@ -8,9 +8,9 @@ It must not decide leaves, labels or contexts (the manager and ``context.py`` do
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import compress
 from pathlib import Path
 from typing import Any, overload
 
@@ -20,6 +20,7 @@ from sessiontree.tree.tree_index import TreeIndex, TreeNode
 __all__ = ["LocalIndex", "PathView", "SessionIndex"]
 
 Entry = dict[str, Any]
+_LABEL_AND_NAME = frozenset({"label", "session_info"})
 
 
 class PathView(Sequence[Entry]):
@@ -29,7 +30,7 @@ class PathView(Sequence[Entry]):
     sparse (only the entries a context needs, in path order), which ``context.py`` cannot tell apart.
     """
 
-    __slots__ = ("_load", "_parents", "_raw", "ids", "types")
+    __slots__ = ("_load", "_load_many", "_parents", "_preload", "_raw", "ids", "types")
 
     def __init__(
         self,
@@ -38,12 +39,22 @@ class PathView(Sequence[Entry]):
         parents: list[str | None] | Callable[[], list[str | None]],
         load: Callable[[int], Entry],
         raw: Callable[[int], bytes],
+        preload: Callable[[Sequence[int]], None] | None = None,
+        load_many: Callable[[Sequence[int]], list[Entry]] | None = None,
     ) -> None:
         self.ids = ids
         self.types = types
         self._parents = parents
         self._load = load
         self._raw = raw
+        self._preload = preload
+        self._load_many = load_many
+
+    def preload(self, indexes: Sequence[int]) -> None:
+        """Decode the entries at these indexes of the path now, in bulk, for a caller about to read them
+        all (a file store reads nearby lines together instead of one read per entry)."""
+        if self._preload is not None and indexes:
+            self._preload(indexes)
 
     @property
     def parents(self) -> list[str | None]:
@@ -70,9 +81,64 @@ class PathView(Sequence[Entry]):
             raise IndexError(index)
         return self._load(index)
 
+    def entries_at(self, indexes: Sequence[int]) -> list[Entry]:
+        """``[self[i] for i in indexes]`` (non-negative indexes), in one call where the view can."""
+        if self._load_many is not None:
+            return self._load_many(indexes)
+        return [self[i] for i in indexes]
+
     def raw(self, index: int) -> bytes:
         """The exact line of entry ``index`` (without its newline)."""
         return self._raw(index)
+
+
+class _RunPositions:
+    """Store positions of a path given as runs, by index along the path, without listing them all."""
+
+    __slots__ = ("_last", "_offsets", "_runs")
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self._runs = runs
+        self._offsets: list[int] = []  # the path index of each run's first entry
+        total = 0
+        for start, stop in runs:
+            self._offsets.append(total)
+            total += stop - start
+        self._last = 0  # the run of the last lookup: reads along a path mostly stay in one run
+
+    def __getitem__(self, k: int) -> int:
+        j = self._last
+        offsets = self._offsets
+        if not (offsets[j] <= k and (j + 1 == len(offsets) or k < offsets[j + 1])):
+            if not offsets or k < 0:
+                raise IndexError(k)
+            j = self._last = bisect_right(offsets, k) - 1
+        start, stop = self._runs[j]
+        position = start + k - offsets[j]
+        if position >= stop:
+            raise IndexError(k)
+        return position
+
+    def __iter__(self) -> Iterator[int]:
+        for start, stop in self._runs:
+            yield from range(start, stop)
+
+    def many(self, indexes: Sequence[int]) -> list[int]:
+        """``[self[k] for k in indexes]`` in one loop (fastest when the indexes ascend, as a context's do)."""
+        runs, offsets = self._runs, self._offsets
+        count = len(offsets)
+        out: list[int] = []
+        add = out.append
+        j, low, high = -1, 0, -1  # the current run and the path indexes it covers
+        for k in indexes:
+            if not low <= k < high:
+                if not 0 <= k < (offsets[-1] + runs[-1][1] - runs[-1][0] if count else 0):
+                    raise IndexError(k)
+                j = bisect_right(offsets, k) - 1
+                low = offsets[j]
+                high = offsets[j + 1] if j + 1 < count else low + runs[j][1] - runs[j][0]
+            add(runs[j][0] + k - low)
+        return out
 
 
 class SessionIndex(ABC):
@@ -280,13 +346,17 @@ class LocalIndex(SessionIndex):
 
     def path_view(self, leaf_id: str | None) -> PathView:
         store = self.store
-        positions = self.positions(leaf_id)
+        i = None if leaf_id is None else store.index_of(leaf_id)
+        runs = [] if i is None else self.tree_index.path_runs(i)
+        positions = _RunPositions(runs)
         return PathView(
-            store.ids_at(positions),
-            store.types_at(positions),
+            store.ids_in(runs),
+            store.types_in(runs),
             lambda: [store.parent_at(p) for p in positions],
             lambda i: store.entry_at(positions[i]),
             lambda i: store.raw_at(positions[i]),
+            lambda indexes: store.preload(positions.many(indexes)),
+            lambda indexes: list(map(store.entry_at, positions.many(indexes))),
         )
 
     def children(self, entry_id: str) -> list[Entry]:
@@ -301,11 +371,9 @@ class LocalIndex(SessionIndex):
 
     def label_and_name_entries(self) -> list[Entry]:
         store = self.store
-        types = store.types_at(range(len(store)))
-        if "label" not in types and "session_info" not in types:
-            return []
-        wanted = {"label", "session_info"}.__contains__
-        return [store.entry_at(i) for i in compress(range(len(types)), map(wanted, types))]  # found in C
+        positions = store.positions_of(_LABEL_AND_NAME)
+        store.preload(positions)  # nearby lines read together, not one read per entry
+        return [store.entry_at(i) for i in positions]
 
     def append(self, entry: Mapping[str, Any]) -> None:
         self.store.append(entry)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import math
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import cmp_to_key
 from itertools import compress, repeat
@@ -89,6 +90,17 @@ def _compare(a: float, b: float) -> int:
 _SORT_KEY = cmp_to_key(_compare)
 
 
+def _as_runs(positions: list[int]) -> list[tuple[int, int]]:
+    """Consecutive positions grouped into ``(start, stop)`` runs, in order."""
+    runs: list[tuple[int, int]] = []
+    for p in positions:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    return runs
+
+
 class TreeIndex:
     """Parent/child relations of a store's entries. Call ``on_append(i)`` after each ``store.append``.
 
@@ -102,26 +114,35 @@ class TreeIndex:
         self._generation = store.generation
         self._ppos: list[int] | None = None
         self._dangling: set[str | None] = set()
-        self._last_path: list[int] = []  # the last path returned (a cache for the leaf's path)
-        self._last_ppos: list[int] | None = None
+        # The path to the last leaf asked for, as runs of consecutive positions (a cache: the next leaf is
+        # usually a child of it), and the number of entries it was computed over.
+        self._last_runs: list[tuple[int, int]] = []
         self._last_max = -1
+        self._known = len(store)
+        self._run_starts: list[int] = []  # positions whose parent is not the entry just before them
+        self._runs_upto = 0  # how many positions ``_run_starts`` covers
         self._children: dict[str | None, list[int]] | None = None
         self._times: dict[int, float] = {}
 
     def _invalidate(self) -> None:
         self._ppos = None
         self._children = None
+        self._last_runs = []
 
     def _check_generation(self) -> None:
         if self._generation != self.store.generation:
             self._generation = self.store.generation
             self._invalidate()
+            self._run_starts, self._runs_upto = [], 0
+            self._known = len(self.store)
             self._times = {}
 
     def on_append(self, i: int) -> None:
         """Keep the index current after ``store.append`` added entry ``i``."""
         self._check_generation()
         store = self.store
+        if self._known == i:
+            self._known = i + 1
         entry_id = store.id_at(i)
         if store.is_duplicate(entry_id) or entry_id in self._dangling:
             self._invalidate()  # a reused or awaited id re-points existing edges: rebuild lazily
@@ -150,21 +171,86 @@ class TreeIndex:
     # -- paths ---------------------------------------------------------------------------------------
     def path_to_root(self, i: int) -> list[int]:
         """Positions from the root down to entry ``i``; stops at a null/missing parent or a cycle."""
+        out: list[int] = []
+        for start, stop in self.path_runs(i):
+            out.extend(range(start, stop))
+        return out
+
+    def path_runs(self, i: int) -> list[tuple[int, int]]:
+        """The path root -> entry ``i`` as runs ``(start, stop)`` of consecutive positions, root first.
+
+        In a session file nearly every entry's parent is the entry just before it, so a path of a hundred
+        thousand entries is a few hundred runs: the walk jumps from the start of a run to its parent.
+        """
         self._check_generation()
-        ppos = self._parent_positions()
-        n = len(ppos)
+        store = self.store
+        n = len(store)
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"no entry at position {i}")
-        cached = self._last_path
-        if cached and self._last_ppos is ppos:
-            if i == cached[-1]:
+        if n != self._known:  # appends the caller did not announce: derived data may be stale
+            self._invalidate()
+            self._known = n
+        cached = self._last_runs
+        if cached:
+            last = cached[-1][1] - 1
+            if i == last:
                 return list(cached)
-            if ppos[i] == cached[-1] and i > self._last_max:  # the usual case: a child of the last leaf
-                cached.append(i)
+            if i > self._last_max and self._parent_position(i) == last:  # a child of the last leaf
+                start, stop = cached[-1]
+                if stop == i:
+                    cached[-1] = (start, i + 1)
+                else:
+                    cached.append((i, i + 1))
                 self._last_max = i
                 return list(cached)
+        runs = self._walk_runs(i)
+        if runs is None:  # duplicated ids, an entry with the id "", or a parent after its child
+            runs = _as_runs(self._walk_positions(i))
+        self._last_runs, self._last_max = runs, max(stop for _, stop in runs) - 1
+        return list(runs)
+
+    def _parent_position(self, i: int) -> int:
+        parent = self.store.parent_at(i)
+        j = self.store.index_of(parent) if parent else None
+        return -1 if j is None else j
+
+    def _starts(self) -> list[int]:
+        """``_run_starts`` brought up to date with the store."""
+        n = len(self.store)
+        if self._runs_upto < n:
+            self._run_starts.extend(self.store.run_starts(self._runs_upto))
+            self._runs_upto = n
+        return self._run_starts
+
+    def _walk_runs(self, i: int) -> list[tuple[int, int]] | None:
+        """The run walk (``None`` when ids are not unique or a parent comes later in the file: such a
+        path may hold a cycle, and the position walk decides)."""
+        store = self.store
+        if store.has_duplicates or store.index_of("") is not None:
+            return None
+        starts = self._starts()
+        parent_at, index_of = store.parent_at, store.index_of
+        runs: list[tuple[int, int]] = []
+        current = i
+        while True:
+            start = starts[bisect_right(starts, current) - 1]
+            runs.append((start, current + 1))
+            parent = parent_at(start)
+            j = index_of(parent) if parent else None  # an empty parentId ends a walk, as in pi
+            if j is None:
+                break
+            if j >= start:
+                return None
+            current = j
+        runs.reverse()
+        return runs
+
+    def _walk_positions(self, i: int) -> list[int]:
+        """The walk over every entry's parent position, root first; stops at the first repeat (a cycle)."""
+        ppos = self._parent_positions()
+        n = len(ppos)
         path: list[int] = []
         append = path.append
         current = i
@@ -183,8 +269,7 @@ class TreeIndex:
                 current = ppos[current]
             self._report_cycle(min(path[path.index(current) :]))  # the cycle's first entry, as find_cycles
         path.reverse()
-        self._last_path, self._last_ppos, self._last_max = path, ppos, max(path)
-        return list(path)
+        return path
 
     def find_cycles(self) -> list[list[int]]:
         """Every parent cycle (positions, in walk order), each reported once as a ``cycle`` problem."""

@@ -7,7 +7,6 @@ of its own: the REPL, the model choice and the session lookups live in their mod
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -105,6 +104,8 @@ def chat_cmd(
         fail("sessiontree chat needs a terminal (its input and output are not one)", EXIT_USAGE)
     if not work.is_dir():
         fail(f"--cwd {work}: not a directory", EXIT_USAGE)
+    import asyncio
+
     from .app import ChatApp, ChatConfig
     from .sessions import open_ref, pick_session
     from .slash import run_slash

@@ -7,7 +7,22 @@ Needs ``sessiontree[langchain]``. The message mapping is in ``mapping`` (pure), 
 
 from __future__ import annotations
 
-from .histories import SessionHistories, get_session_history
-from .history import TreeChatMessageHistory
+from sessiontree._lazy import export_lazily
+
+TYPE_CHECKING = False  # importing typing for it would cost more than this module
+
+if TYPE_CHECKING:
+    from .histories import SessionHistories, get_session_history
+    from .history import TreeChatMessageHistory
+
 
 __all__ = ["SessionHistories", "TreeChatMessageHistory", "get_session_history"]
+
+export_lazily(
+    __name__,
+    {
+        "SessionHistories": ".histories",
+        "TreeChatMessageHistory": ".history",
+        "get_session_history": ".histories",
+    },
+)

@@ -6,6 +6,20 @@ Needs ``sessiontree[openai-agents]``. The item mapping is in ``mapping`` (items 
 
 from __future__ import annotations
 
-from .session import DEFAULT_CONTEXT_WINDOW, TreeSession
+from sessiontree._lazy import export_lazily
+
+TYPE_CHECKING = False  # importing typing for it would cost more than this module
+
+if TYPE_CHECKING:
+    from .session import DEFAULT_CONTEXT_WINDOW, TreeSession
+
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "TreeSession"]
+
+export_lazily(
+    __name__,
+    {
+        "DEFAULT_CONTEXT_WINDOW": ".session",
+        "TreeSession": ".session",
+    },
+)

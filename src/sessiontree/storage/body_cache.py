@@ -1,0 +1,136 @@
+"""Entries an earlier process decoded from a large session file, kept as msgpack beside its index cache.
+
+Building a context decodes the entries it needs from JSON, and that is most of its time (a context of a
+session with 10,000 entries decodes about 1 MB); msgpack gives the same values back in less than half of
+that. When a store closes, the entries it decoded (the context, the labels) are encoded again from the
+file's own bytes, never from the dicts callers were given, and written to ``<index>.bodies``; the next open
+of the same file uses them for those positions. Valid, like the index cache, only while the file is the
+same file, at least as long, and has the same first and last 64 KiB up to where they were taken. A value
+msgpack cannot hold as JSON read it (a lone surrogate) is left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from sessiontree.format import pi_json as _json
+
+from . import _fileio, index_cache
+
+__all__ = ["MAX_BYTES", "Bodies", "load", "save"]
+
+MAX_BYTES = 1 << 24
+"""At most this much msgpack is kept per session (the entries read last win)."""
+_FORMAT = 1
+_DECODER = msgspec.msgpack.Decoder()
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class Bodies:
+    """Packed entries by position: ``take(i)`` decodes one (once); ``held`` lists the positions."""
+
+    __slots__ = ("_packed", "used")
+
+    def __init__(self, packed: dict[int, bytes]) -> None:
+        self._packed = packed
+        self.used: set[int] = set()
+
+    def __contains__(self, i: object) -> bool:
+        return i in self._packed
+
+    @property
+    def held(self) -> frozenset[int]:
+        return frozenset(self._packed)
+
+    def take(self, i: int) -> dict[str, Any] | None:
+        """Entry ``i`` decoded from its packed bytes, or ``None`` (not held, or not a packed object)."""
+        raw = self._packed.get(i)
+        if raw is None:
+            return None
+        try:
+            value = _DECODER.decode(raw)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        self.used.add(i)
+        return value
+
+
+def _file_for(path: Path) -> Path:
+    index = index_cache.cache_file(path)
+    return index.with_name(index.stem + ".bodies")
+
+
+def load(path: Path, fd: int, st: os.stat_result, count: int) -> Bodies | None:
+    """The packed entries kept for the file ``path`` (open as ``fd``, ``st`` its fstat, ``count`` entries
+    indexed), when they are still valid for it."""
+    if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
+        return None
+    try:
+        fields = msgspec.msgpack.decode(_file_for(path).read_bytes())
+        if not isinstance(fields, list) or len(fields) != 8 or fields[0] != _FORMAT:
+            return None
+        _, dev, ino, size, head, tail, at, blobs = fields
+        if (dev, ino) != (st.st_dev, st.st_ino) or not isinstance(size, int) or not 0 < size <= st.st_size:
+            return None
+        if (head, tail) != index_cache.digests(fd, size):
+            return None
+        positions = array("q")
+        positions.frombytes(at)
+        if len(positions) != len(blobs) or any(not 0 <= i < count for i in positions):
+            return None
+        if not all(isinstance(b, bytes) for b in blobs):
+            return None
+        return Bodies(dict(zip(positions, blobs, strict=True)))
+    except (OSError, msgspec.DecodeError, ValueError, TypeError):
+        return None
+
+
+def save(
+    path: Path,
+    fd: int,
+    st: os.stat_result,
+    positions: Iterable[int],
+    lines: Callable[[list[int]], list[memoryview]],
+) -> None:
+    """Keep the entries at ``positions`` of the file ``path`` (open as ``fd``, ``st`` its fstat), packed from
+    their lines as ``lines(positions)`` reads them from the file."""
+    wanted = sorted(positions, reverse=True)  # the latest entries first: those a context reads
+    at: list[int] = []
+    blobs: list[bytes] = []
+    total = 0
+    try:
+        for start in range(0, len(wanted), 4096):
+            part = wanted[start : start + 4096]
+            for i, raw in zip(part, lines(part), strict=True):
+                try:
+                    blob = _ENCODER.encode(_json.loads(raw))
+                except (ValueError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
+                    continue
+                total += len(blob)
+                if total > MAX_BYTES:
+                    break
+                at.append(i)
+                blobs.append(blob)
+            if total > MAX_BYTES:
+                break
+        head, tail = index_cache.digests(fd, st.st_size)
+        blob = msgspec.msgpack.encode(
+            [_FORMAT, st.st_dev, st.st_ino, st.st_size, head, tail, array("q", at).tobytes(), blobs]
+        )
+        file = _file_for(path)
+        _fileio.ensure_dir(file.parent)
+        temp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+        temp.write_bytes(blob)
+        os.replace(temp, file)
+    except (OSError, msgspec.EncodeError):
+        with contextlib.suppress(OSError, UnboundLocalError):
+            temp.unlink()

@@ -1,0 +1,177 @@
+"""The read side of the JSONL file store: lines read back by offset, decoded on demand, nearby lines together.
+
+A base class of ``JsonlStore`` (``jsonl.py`` holds opening and scanning, ``jsonl_writes.py`` the writes):
+entries are read with ``pread`` from a reader descriptor and decoded when asked for; entries an earlier
+process decoded come from the body cache (``body_cache.py``) when it holds them.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sessiontree.tree.entry_store import IndexedStore
+
+from ..errors import StorageError
+from . import _fileio, body_cache, index_cache
+from ._lines import LineTable
+
+__all__ = ["JsonlReads"]
+
+_READ_GAP = (
+    1 << 15
+)  # lines further apart than this are read separately (one pread costs about as much as copying 32 KiB)
+_NEW_BODIES = 16  # a store that decoded fewer entries than this beyond the body cache leaves it as it is
+
+
+class JsonlReads(IndexedStore):
+    """Reading a pi session file's entries by position (the base of ``JsonlStore``)."""
+
+    path: Path
+    _path: Path
+    _lock: threading.RLock
+    _table: LineTable
+    _rfd: int | None
+    _buf: bytes | None
+    _identity: tuple[int, int, int] | None
+    _bodies: body_cache.Bodies | None
+
+    def _reader(self) -> int:
+        if self._rfd is not None:
+            return self._rfd
+        with self._lock:
+            if self._rfd is not None:
+                return self._rfd
+            fd = _fileio.open_regular(self._path)
+            st = os.fstat(fd)
+            if self._identity is not None and (st.st_dev, st.st_ino) != self._identity[:2]:
+                os.close(fd)
+                raise StorageError(
+                    f"{self.path}: the file was replaced on disk; open it again", path=str(self.path)
+                )
+            self._rfd = fd
+            return fd
+
+    def _drop_reader(self) -> None:
+        if self._rfd is not None:
+            os.close(self._rfd)
+            self._rfd = None
+
+    def _pread(self, offset: int, size: int) -> bytes:
+        return os.pread(self._reader(), size, offset)
+
+    def _read_range(self, start: int, end: int) -> bytes:
+        if self._buf is not None:
+            return self._buf[start:end]
+        data = self._pread(start, end - start)
+        if len(data) != end - start:
+            raise StorageError(f"{self.path}: the file shrank on disk; open it again", path=str(self.path))
+        return data
+
+    def raw_at(self, i: int) -> bytes:
+        if i < 0:
+            i += len(self._ids)
+        return self._read_range(*self._table.span(i))
+
+    def raws_at(self, positions: Sequence[int]) -> list[bytes]:
+        return [bytes(view) for view in self.raw_views_at(positions)]
+
+    def _decode(self, i: int) -> dict[str, Any]:
+        bodies = self._bodies
+        if bodies is not None:
+            found = bodies.take(i)
+            if found is not None:
+                return found
+        return super()._decode(i)
+
+    def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
+        cache = self._cache
+        missing = sorted({i for i in positions if i not in cache})
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # thousands of new dicts and lists, no cycles: collection passes would only cost time
+        try:
+            bodies = self._bodies
+            if bodies is not None:  # what an earlier process decoded
+                left = []
+                for i in missing:
+                    found = bodies.take(i) if i in bodies else None
+                    if found is None:
+                        left.append(i)
+                    else:
+                        cache[i] = found
+                missing = left
+            for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file
+                part = missing[start : start + chunk]
+                for i, raw in zip(part, self.raw_views_at(part), strict=True):
+                    cache[i] = self._decode_raw(i, raw)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
+        """The lines at ``positions``; lines close to each other in the file share one read, so a few
+        distant lines do not read everything between them."""
+        if not positions:
+            return []
+        span = self._table.span
+        spans = [span(i) for i in positions]
+        order = sorted(range(len(spans)), key=spans.__getitem__)
+        out: list[memoryview] = [memoryview(b"")] * len(spans)
+        group: list[int] = []
+        group_end = -1
+        for k in order:
+            start, end = spans[k]
+            if group and start - group_end > _READ_GAP:
+                self._read_group(spans, group, out)
+                group = []
+            group.append(k)
+            group_end = max(group_end, end)
+        self._read_group(spans, group, out)
+        return out
+
+    def _read_group(self, spans: list[tuple[int, int]], group: list[int], out: list[memoryview]) -> None:
+        low = spans[group[0]][0]
+        high = max(spans[k][1] for k in group)
+        blob = memoryview(self._read_range(low, high)).toreadonly()
+        for k in group:
+            start, end = spans[k]
+            out[k] = blob[start - low : end - low]
+
+    def entries(self) -> list[dict[str, Any]]:
+        # one read for the whole file instead of a pread per entry
+        n = len(self._ids)
+        if not n:
+            return []
+        blob = self._read_range(0, self._table.end())
+        cache = self._cache
+        return [
+            cache.get(i) or self._decode_raw(i, blob[start:end])
+            for i, (start, end) in enumerate(self._table.spans())
+        ]
+
+    def line_of(self, i: int) -> int | None:
+        if i < 0:
+            i += len(self._ids)
+        return self._table.line(i) if 0 <= i < len(self._table) else None
+
+    def _load_bodies(self, st: os.stat_result) -> None:
+        """Take up what an earlier process decoded from this file (``body_cache``), if still valid."""
+        self._bodies = body_cache.load(self._path, self._reader(), st, len(self._ids))
+
+    def _save_bodies(self) -> None:
+        """Keep the entries decoded here for the next process (at close), when there are new ones."""
+        if self._buf is not None or self._rfd is None or len(self._cache) < _NEW_BODIES:
+            return
+        held = self._bodies.held if self._bodies is not None else frozenset()
+        decoded = self._cache.keys()
+        if len(decoded - held) < _NEW_BODIES:
+            return
+        st = os.fstat(self._rfd)
+        if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
+            return
+        used = self._bodies.used if self._bodies is not None else set()
+        body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at)
