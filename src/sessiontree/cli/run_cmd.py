@@ -7,7 +7,6 @@ come from ``run_input``, the driving and the output from ``run_mode``.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -96,6 +95,8 @@ def run_cmd(
             fail("no prompt: give PROMPT or @FILE, or pipe it on stdin", EXIT_USAGE)
         agent = AgentSession(config, config.open_session())
     try:
+        import asyncio  # here, not at the top: `sessiontree --help` loads every command's module
+
         code = asyncio.run(run_prompts(agent, run_input, mode=mode, verbose=verbose))
     except KeyboardInterrupt:
         code = 130

@@ -6,7 +6,6 @@ The command line only: the options become the agent session (``agent.host``), th
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -86,6 +85,8 @@ def rpc_cmd(
         if name is not None and name.strip():
             agent.session.append_session_info(name.strip())
     try:
+        import asyncio  # here, not at the top: `sessiontree --help` loads every command's module
+
         code = asyncio.run(serve(agent))
     except KeyboardInterrupt:
         code = 130
