@@ -223,7 +223,9 @@ class SessionManager(SessionReads):
         return self.id_factory(self._ids_in_use)
 
     def _append(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
-        with self._lock:
+        # In the store's transaction from the start (one per entry in SQL stores, nothing for files): the
+        # store's check that this manager's view is current runs on the connection the entry is written on.
+        with self._lock, self._index.transaction():
             self._prepare_write()
             entry = build(self._new_id(), self._leaf, self._now_iso())
             self._write(entry)
@@ -234,14 +236,16 @@ class SessionManager(SessionReads):
         index = self._index
         generation = index.generation
         index.prepare_write()
-        if index.generation == generation:
+        gone = self._leaf is not None and not index.contains(self._leaf)  # a leaf the store lost, too
+        if index.generation == generation and not gone:
             return
-        # Another writer appended since we read the session: it was read again under the lock.
+        # Another writer appended since we read the session (it was read again under the lock), or the
+        # store no longer holds entries this manager knew: never build on an entry that is not stored.
         self._index_labels_and_name()
         latest = index.last_leaf()
         if latest == self._leaf:
             return
-        where = str(index.path) if index.path is not None else "<memory>"
+        where = index.location or "<memory>"
         if self.stale_leaf == "latest" or (self._leaf is not None and not index.contains(self._leaf)):
             what = f"continuing from the session's latest entry {latest} instead of {self._leaf}"
             self._leaf = latest
@@ -250,7 +254,7 @@ class SessionManager(SessionReads):
                 f"the next entry branches from this manager's leaf {self._leaf}, not from the session's "
                 f"latest entry {latest} (open with stale_leaf='latest' to continue from the latest entry)"
             )
-        problem = Problem("stale_leaf", None, f"{where}: another writer appended meanwhile; {what}")
+        problem = Problem("stale_leaf", None, f"{where}: {index.change_reason}; {what}")
         self._extra_problems.append(problem)
         logger.warning("%s", problem.message)
 
