@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from sessiontree.errors import StorageError
@@ -78,6 +78,11 @@ class Conn:
         """Whether the calling thread has a transaction open on this connection (another thread's, such as
         the lease heartbeat's, does not count: the caller must wait for it and open its own)."""
         return self._depth > 0 and self._owner == threading.get_ident()
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Around the statements of a large batch of writes (settings that suit them; none by default)."""
+        yield
 
     def close(self) -> None:
         raise NotImplementedError

@@ -59,6 +59,10 @@ __all__ = [
 DEFAULT_LEASE_TTL_MS = 30_000
 
 SQLITE_SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA", "OFF")
+SQLITE_MMAP_BYTES = 256 << 20
+SQLITE_BULK_CACHE_KIB = 64 << 10
+"""The page cache of a connection while it writes a batch of entries (an import): the indexes' pages stay
+in memory instead of being read again for each row; put back to SQLite's default afterwards."""
 PG_SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 _OPTIONS = ("synchronous", "synchronous_commit", "lease_ttl_ms")
 
@@ -192,6 +196,9 @@ class SqliteConn(Conn):
             _enter_wal(self._db)
             self._db.execute(f"PRAGMA synchronous = {synchronous}")
             self._db.execute("PRAGMA foreign_keys = ON")
+            # reads map the file instead of copying each page in: a whole session's envelopes (the tree)
+            # are read in a fraction of the time
+            self._db.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
         except (sqlite3.Error, OSError) as exc:
             raise storage_error(display, "opening the database", exc) from exc
 
@@ -245,6 +252,17 @@ class SqliteConn(Conn):
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 raise storage_error(self.display, "a commit", exc) from exc
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        with self._lock:
+            (previous,) = self._db.execute("PRAGMA cache_size").fetchone()
+            self._db.execute(f"PRAGMA cache_size = -{SQLITE_BULK_CACHE_KIB}")
+            try:
+                yield
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute(f"PRAGMA cache_size = {int(previous)}")
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):

@@ -241,10 +241,7 @@ class SqlRepo(Repo[M]):
         assert header is not None
         index = SqlSession.new(self.db, header, header_block)
         try:
-            with index.transaction():
-                for line in lines:
-                    entry = _json.loads(line)
-                    index.append_line(entry, line)
+            index.append_lines((_json.loads(line), line) for line in lines)
             found = list(problems)
             if found:
                 index.record_problems(found)

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sessiontree.errors import SessionError, SessionLockedError, StorageError
@@ -32,6 +32,13 @@ __all__ = ["SqlSession"]
 logger = logging.getLogger(__name__)
 
 _CHANGED = "another writer appended meanwhile"
+_BULK = 2000  # rows per executemany in append_lines
+_INSERT_ENTRY = (
+    "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
+    "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TEXT = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
 _State = tuple[
     tuple[int, tuple[str, str, str | None] | None, bool, bool],
     tuple[str | None, int, str | None, float | None],
@@ -262,12 +269,59 @@ class SqlSession(SessionReads):
         self._exists = True
 
     def _insert(self, entry: Mapping[str, Any], line: bytes) -> None:
+        row, text = self._row(entry, line, None)
+        self.conn.execute(_INSERT_ENTRY, row)
+        if text is not None:
+            self.conn.execute(_INSERT_TEXT, text)
+
+    def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
+        """Insert many entries, each with its exact line, in one transaction and in batches of statements
+        (what ``sessiontree copy`` and forks write): the same rows ``append_line`` writes one at a time."""
+        with self.transaction(), self.conn.bulk():
+            self.prepare_write()
+            self._renew()
+            known: dict[str, Pointers] = {}  # this call's entries: not all in the database until flushed
+            rows: list[tuple[Any, ...]] = []
+            texts: list[tuple[Any, ...]] = []
+            for entry, line in pairs:
+                if not self._exists:
+                    self._create_row()
+                row, text = self._row(entry, line, known)
+                rows.append(row)
+                if text is not None:
+                    texts.append(text)
+                if len(rows) >= _BULK:
+                    self._flush(rows, texts)
+            self._flush(rows, texts)
+
+    def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
+        if rows:
+            self.conn.executemany(_INSERT_ENTRY, rows)
+        if texts:
+            self.conn.executemany(_INSERT_TEXT, texts)
+        rows.clear()
+        texts.clear()
+        self._renew()
+
+    def _row(
+        self, entry: Mapping[str, Any], line: bytes, known: dict[str, Pointers] | None
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+        """The entry row and search-text row for ``entry`` as the next entry, and this session's state
+        moved on past it. ``known`` holds the pointers of entries of the same batch not written yet."""
         entry_id = str(entry["id"])
         kind = str(entry["type"])
         raw_parent = entry.get("parentId")
         parent_id = raw_parent if isinstance(raw_parent, str) else None
-        parent = self._pointers_of(parent_id) if parent_id is not None else None
-        duplicate = entry_id in self._pointers or self._by_id(entry_id) is not None
+        parent = None
+        if parent_id is not None:
+            parent = known.get(parent_id) if known else None
+            if parent is None:
+                parent = self._pointers_of(parent_id)
+        duplicate = (
+            (known is not None and entry_id in known)
+            or entry_id in self._pointers
+            or (self._count > len(known or ()) and self._by_id(entry_id) is not None)
+        )
         if duplicate or (parent_id is not None and (parent is None or parent_id == entry_id)):
             self._irregular = True  # pointers no longer tell the truth: read this session whole from now on
         seq = self._count + 1
@@ -287,32 +341,22 @@ class SqlSession(SessionReads):
         )
         target = entry.get("targetId") if kind in ("label", "leaf") else None
         stamp = entry.get("timestamp")
-        self.conn.execute(
-            "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
-            "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.session_id,
-                seq,
-                key(entry_id),
-                key(parent_id),
-                key(kind),
-                key(stamp) if isinstance(stamp, str) else None,
-                line,
-                parent[0] if parent else None,
-                *pointers[1:],
-                key(target) if isinstance(target, str) else None,
-            ),
+        row = (
+            self.session_id,
+            seq,
+            key(entry_id),
+            key(parent_id),
+            key(kind),
+            key(stamp) if isinstance(stamp, str) else None,
+            line,
+            parent[0] if parent else None,
+            *pointers[1:],
+            key(target) if isinstance(target, str) else None,
         )
         info = self._info
         info.add(entry)
         info.texts.clear()  # only the columns are kept; the text goes to the search table
         text = entry_search_text(entry)
-        if text is not None:
-            self.conn.execute(
-                "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)",
-                (display(text), self.session_id, key(entry_id)),
-            )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)
         self._appended.append(entry_id)
@@ -320,7 +364,10 @@ class SqlSession(SessionReads):
             self._labels.append(dict(entry))
         self._absent.discard(entry_id)
         self._remember(entry_id, pointers)
+        if known is not None:
+            known[entry_id] = pointers
         self._loaded = None
+        return row, None if text is None else (display(text), self.session_id, key(entry_id))
 
     def record_problems(self, problems: Sequence[Problem]) -> None:
         """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""
