@@ -10,6 +10,7 @@ the crash are then lost, as the setting allows.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,11 +67,13 @@ def _rows(url: str, sid: str) -> list[tuple[Any, ...]]:
 
 
 def _flush_wal(server: PostgresServer) -> None:
-    """Make everything committed so far durable (a checkpoint flushes the WAL)."""
+    """Make everything committed so far durable: a synchronous commit flushes the WAL up to it (and,
+    unlike a checkpoint, does not make the next changes log whole pages)."""
     import psycopg
 
     with psycopg.connect(server.url, autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
+        conn.execute("CREATE TABLE IF NOT EXISTS wal_marker (at TIMESTAMPTZ)")
+        conn.execute("INSERT INTO wal_marker VALUES (clock_timestamp())")
 
 
 def _assert_one_valid_chain(url: str, sid: str) -> list[tuple[Any, ...]]:
@@ -84,43 +87,84 @@ def _assert_one_valid_chain(url: str, sid: str) -> list[tuple[Any, ...]]:
     return rows
 
 
-@pytest.mark.parametrize("durable", [3, 0], ids=["tail-lost", "whole-session-lost"])
 def test_postgres_crash_with_synchronous_commit_off_loses_only_a_tail(
-    crash_cluster: PostgresServer, crash_url: str, durable: int
+    crash_cluster: PostgresServer, crash_url: str
 ) -> None:
     """Entries acknowledged with ``synchronous_commit=off`` and lost in a server crash: the same manager's
     next entry continues from the last entry the server still has (its seq follows it, its parent is it),
-    the loss is reported, and the session read back is one chain. With ``durable=0`` the crash loses the
-    session row and the writer lease too: the next entry stores the session again under a new lease."""
+    the loss is reported, and the session read back is one chain."""
     url = with_options(crash_url, synchronous_commit="off")
     with open_repo(url) as repo:
         repo.setup()
-        _flush_wal(crash_cluster)
         manager = repo.create("/work/project")
         sid = manager.get_session_id()
-        acked = [manager.append_message(user(f"kept {k}")) for k in range(durable)]
-        if durable:
-            _flush_wal(crash_cluster)
+        acked = [manager.append_message(user(f"kept {k}")) for k in range(3)]
+        _flush_wal(crash_cluster)
         acked += [manager.append_message(user(f"late {k}")) for k in range(4)]
         crash_cluster.restart("immediate")
 
         kept = [r[1] for r in _rows(crash_url, sid)]
         assert len(kept) < len(acked), "the crash lost nothing: the test did not reproduce a loss"
         assert kept == acked[: len(kept)], "what survived is not a prefix of what was acknowledged"
-
-        after = manager.append_message(user("after the crash"))
-        assert manager.get_entry(after)["parentId"] == (kept[-1] if kept else None)
-        turn = write_turn(manager, "turn")
-        assert [p.kind for p in manager.problems if not p.is_note] == ["lost_entries"]
-        (note,) = [p for p in manager.problems if p.kind == "stale_leaf"]
-        assert "lost commits it had acknowledged" in note.message
-        texts = [m["content"] for m in manager.build_session_context().messages if m["role"] == "user"]
-        assert texts[-2:] == ["user after the crash", "user turn"]
-        assert not any("late" in str(t) for t in texts[len(kept) :])
+        after, turn = _go_on(manager, kept)
         manager.close()
-
     rows = _assert_one_valid_chain(crash_url, sid)
     assert [r[1] for r in rows] == [*kept, after, *turn]
+
+
+@pytest.mark.parametrize("beats", [False, True], ids=["write-first", "heartbeat-first"])
+def test_postgres_crash_that_loses_a_whole_session(
+    crash_cluster: PostgresServer, crash_url: str, beats: bool
+) -> None:
+    """The crash loses every commit of a new session: its row and its writer lease too. The next entry
+    stores the session again, header first, under a lease taken again, also when the lease's heartbeat ran
+    first and found no lease row (``beats``; a short lease, so that it runs every half second)."""
+    ttl = 1500 if beats else 30_000
+    url = with_options(crash_url, synchronous_commit="off", lease_ttl_ms=ttl)
+    with open_repo(url) as repo:
+        repo.setup()
+        for _attempt in range(4):  # the WAL writer may have written the new session's first page out
+            warm = repo.create("/work/project")  # first changes after a checkpoint log whole pages:
+            warm.append_message(user("warm"))  # made here, so the session below logs only a little
+            warm.close()
+            _flush_wal(crash_cluster)
+            manager = repo.create("/work/project")
+            sid = manager.get_session_id()
+            manager.append_message(user("late"))
+            crash_cluster.restart("immediate")
+            if not _rows(crash_url, sid) and _lease_rows(crash_url, sid) == 0:
+                break
+            manager.close()
+        else:
+            pytest.fail("no crash lost the whole new session: the test did not reproduce the loss")
+        if beats:
+            time.sleep(ttl * 2 / 1000)  # heartbeats (every ttl / 3) find no lease row
+        after, turn = _go_on(manager, [])
+        manager.close()
+    rows = _assert_one_valid_chain(crash_url, sid)
+    assert [r[1] for r in rows] == [after, *turn]
+
+
+def _go_on(manager: Any, kept: list[str]) -> tuple[str, list[str]]:
+    """The same manager writes an entry and a turn after the crash; what it reports and reads."""
+    after = manager.append_message(user("after the crash"))
+    assert manager.get_entry(after)["parentId"] == (kept[-1] if kept else None)
+    turn = write_turn(manager, "turn")
+    assert [p.kind for p in manager.problems if not p.is_note] == ["lost_entries"]
+    (note,) = [p for p in manager.problems if p.kind == "stale_leaf"]
+    assert "lost commits it had acknowledged" in note.message
+    texts = [m["content"] for m in manager.build_session_context().messages if m["role"] == "user"]
+    assert texts[-2:] == ["user after the crash", "user turn"]
+    assert not any("late" in str(t) for t in texts)
+    return after, turn
+
+
+def _lease_rows(url: str, sid: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url.split("?", 1)[0]) as conn:
+        row = conn.execute("SELECT COUNT(*) FROM st_writer_leases WHERE session_id = %s", (sid,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_postgres_restart_without_loss_keeps_the_writer_going(

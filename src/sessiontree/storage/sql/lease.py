@@ -45,6 +45,7 @@ class WriterLease:
         self.owner = owner or new_owner()
         self.fence: int | None = None
         self.lost: str | None = None
+        self._confirmed = conn.epoch  # the store's connections when the lease row was last seen
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -62,6 +63,7 @@ class WriterLease:
         """
         now = _now(self.conn)
         where = f"{self.conn.display}#{self.session_id}"
+        epoch = self.conn.epoch
         with self.conn.transaction():
             seen = self.conn.query_one(
                 f"SELECT owner, expires_at_ms - {now} FROM st_writer_leases WHERE session_id = ?",
@@ -96,7 +98,7 @@ class WriterLease:
         holder, fence, remaining = row
         if holder != self.owner:
             raise SessionLockedError(self._held_by(str(holder), int(remaining)))
-        self.fence, self.lost = int(fence), None
+        self.fence, self.lost, self._confirmed = int(fence), None, epoch
         self._start_heartbeat()
 
     def _held_by(self, holder: str, remaining_ms: int) -> str:
@@ -119,12 +121,15 @@ class WriterLease:
         row (a crash lost the commit that took it); another writer's row is left for ``renew`` to report."""
         if self.fence is None or self.lost is not None:
             return
+        epoch = self.conn.epoch
         row = self.conn.query_one(
             "SELECT owner, fence FROM st_writer_leases WHERE session_id = ?", (self.session_id,)
         )
         if row is None or (row[0] == self.owner and int(row[1]) != self.fence):
             self.fence = None
             self.acquire()
+        elif row[0] == self.owner:
+            self._confirmed = epoch
 
     def renew(self) -> None:
         """Extend the lease inside the caller's write transaction; ``SessionLockedError`` when it is lost."""
@@ -132,20 +137,30 @@ class WriterLease:
             raise SessionLockedError(f"{self.conn.display}#{self.session_id}: this writer holds no lease")
         if self.lost is None:
             now = _now(self.conn)
+            epoch = self.conn.epoch
             changed = self.conn.execute(
                 f"UPDATE st_writer_leases SET expires_at_ms = {now} + ? "
                 f"WHERE session_id = ? AND owner = ? AND fence = ? AND expires_at_ms > {now}",
                 (self.ttl_ms, self.session_id, self.owner, self.fence),
             )
-            if changed != 1:
-                self.lost = self._describe_loss()
+            if changed == 1:
+                self._confirmed = epoch
+                return
+            row = self.conn.query_one(
+                "SELECT owner, fence FROM st_writer_leases WHERE session_id = ?", (self.session_id,)
+            )
+            if row is None and epoch != self._confirmed:
+                # the server lost the row since the store reconnected (a crash with synchronous_commit=off):
+                # not lost to another writer; the next write takes it again (``reclaim``) after its check
+                raise SessionLockedError(
+                    f"{self.conn.display}#{self.session_id}: the writer lease is no longer stored after a "
+                    "reconnection; nothing was written (the next write takes it again)"
+                )
+            self.lost = self._describe_loss(row)
         if self.lost is not None:
             raise SessionLockedError(self.lost, kind="lease_lost")
 
-    def _describe_loss(self) -> str:
-        row = self.conn.query_one(
-            "SELECT owner, fence FROM st_writer_leases WHERE session_id = ?", (self.session_id,)
-        )
+    def _describe_loss(self, row: tuple[object, ...] | None) -> str:
         where = f"{self.conn.display}#{self.session_id}"
         if row is None or (row[0] == self.owner and row[1] == self.fence):
             return f"{where}: this writer's lease expired; nothing was written (open the session again)"
