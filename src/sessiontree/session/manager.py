@@ -223,20 +223,27 @@ class SessionManager(SessionReads):
         return self.id_factory(self._ids_in_use)
 
     def _append(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
-        # In the store's transaction from the start (one per entry in SQL stores, nothing for files): the
-        # store's check that this manager's view is current runs on the connection the entry is written on.
-        with self._lock, self._index.transaction():
-            self._prepare_write()
-            entry = build(self._new_id(), self._leaf, self._now_iso())
-            self._write(entry)
-            return str(entry["id"])
+        with self._lock:
+            if self._index.atomic:
+                # SQL stores: in the transaction from the start, so the store's check that this manager's
+                # view is current runs on the connection the entry is then written on
+                with self._index.transaction():
+                    return self._append_now(build)
+            return self._append_now(build)
+
+    def _append_now(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
+        self._prepare_write()
+        entry = build(self._new_id(), self._leaf, self._now_iso())
+        self._write(entry)
+        return str(entry["id"])
 
     def _prepare_write(self) -> None:
         """Take the writer role before an entry is built, so its parent is decided on the file as it is."""
         index = self._index
         generation = index.generation
         index.prepare_write()
-        gone = self._leaf is not None and not index.contains(self._leaf)  # a leaf the store lost, too
+        # a leaf a database store no longer holds (a server that lost commits); files only ever grow
+        gone = index.atomic and self._leaf is not None and not index.contains(self._leaf)
         if index.generation == generation and not gone:
             return
         # Another writer appended since we read the session (it was read again under the lock), or the
