@@ -5,6 +5,7 @@ printing a table with the issue's targets.
 server of ``SESSIONTREE_TEST_POSTGRES_URL``, else a throwaway cluster started with ``tests/pg_server.py
 start DIR`` and destroyed after the run (``--no-postgres`` leaves it out). Measured: open + context at the
 leaf of the generated 100k-entry session and of a 1k-entry session whose context reads as many entries;
+``get_tree`` of the 100k session, the time to copy its file in and the size it takes in each store;
 appends per second per durability mode; 8 writers on 8 sessions doing turns, beside the OpenAI Agents SDK's
 ``SQLiteSession`` and ``SQLAlchemySession`` on the same file and server; ``list`` and ``search`` over 1,000
 sessions. It writes only in a temporary directory, the benchmark data directory and databases it creates
@@ -44,6 +45,9 @@ URL_ENV = "SESSIONTREE_TEST_POSTGRES_URL"
 STORES = ("JSONL", "SQLite", "PostgreSQL")
 OPEN_RATIO_TARGET = 0.2  # SQL open + context at most 1/5 of the JSONL store's, at 100k entries
 SIZE_RATIO_TARGET = 2.0  # 100k within 2x of 1k with the same context read
+TREE_RATIO_TARGET = 1.0  # SQL get_tree at most the JSONL store's, at 100k entries
+IMPORT_RATIO_TARGET = 10.0  # copying the 100k file in: at most 10x the JSONL open + context
+BYTES_RATIO_TARGET = 1.5  # the database at most 1.5x the JSONL file
 SEARCHES = ("timeout", "parser timeout")
 
 Result = dict[str, Any]
@@ -153,6 +157,43 @@ def context_read(repo: Repo, sid: str) -> int:
         manager.close()
 
 
+def tree_time(opener: Callable[[], SessionManager], repeats: int) -> float:
+    """The shortest ``get_tree()`` on a freshly opened manager (the open is not timed)."""
+    times = []
+    for _ in range(repeats):
+        manager = opener()
+        try:
+            started = time.perf_counter()
+            manager.get_tree()
+            times.append(time.perf_counter() - started)
+        finally:
+            manager.close()
+    return min(times)
+
+
+def stored_bytes(url: str) -> int:
+    """What the store holds on disk: the SQLite file (its WAL checkpointed into it), or PostgreSQL's
+    sessiontree tables with their indexes and TOAST (the database holds nothing else yet)."""
+    if url.startswith("sqlite:"):
+        import sqlite3
+
+        path = sqlite_path(url)
+        db = sqlite3.connect(path)
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
+        return Path(path).stat().st_size
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "WHERE c.relkind = 'r' AND c.relname LIKE 'st\\_%'"
+        ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
 def open_context(opener: Callable[[], SessionManager]) -> Callable[[], int]:
     def run() -> int:
         manager = opener()
@@ -177,11 +218,14 @@ def measure_reads(args: argparse.Namespace, work: Path, urls: dict[str, str]) ->
                 "big": lambda: SessionManager.open(big, read_only=True),
                 "small": lambda: SessionManager.open(small, read_only=True),
             }
+            row["bytes"] = big.stat().st_size
         elif store in urls:
             repo = open_repo(urls[store])
             started = time.perf_counter()
             big_id = import_file(repo, big)
-            row["import_per_s"] = args.entries / (time.perf_counter() - started)
+            row["import_s"] = time.perf_counter() - started
+            row["import_per_s"] = args.entries / row["import_s"]
+            row["bytes"] = stored_bytes(urls[store])
             small_id = import_file(repo, small)
             row["read_big"], row["read_small"] = context_read(repo, big_id), context_read(repo, small_id)
             openers = {
@@ -193,6 +237,8 @@ def measure_reads(args: argparse.Namespace, work: Path, urls: dict[str, str]) ->
         _log(f"  open + context: {store}")
         for size, opener in openers.items():
             row[f"open_context_{size}"], row[f"messages_{size}"] = best(open_context(opener), args.repeat)
+        _log(f"  get_tree: {store}")
+        row["get_tree_big"] = tree_time(openers["big"], args.repeat)
         out["stores"][store] = row
     return out
 
@@ -378,6 +424,14 @@ def render(doc: Result) -> str:
     jsonl = stores.get("JSONL", {}).get("open_context_big")
     to_jsonl = ratios("open_context_big", lambda s: jsonl)
     ratio_row("  ÷ JSONL's open + context", to_jsonl, OPEN_RATIO_TARGET, 3)
+    add("  get_tree (after an open, not timed)", read("get_tree_big", _ms))
+    tree_ratio = ratios("get_tree_big", lambda s: stores.get("JSONL", {}).get("get_tree_big"))
+    ratio_row("  ÷ JSONL's get_tree", tree_ratio, TREE_RATIO_TARGET, 2)
+    import_ratio = ratios("import_s", lambda s: jsonl)
+    ratio_row("  import ÷ JSONL's open + context", import_ratio, IMPORT_RATIO_TARGET, 1)
+    add("  stored size", read("bytes", lambda b: f"{b / 1e6:.1f} MB"))
+    size_ratio = ratios("bytes", lambda s: stores.get("JSONL", {}).get("bytes"))
+    ratio_row("  ÷ the JSONL file's", size_ratio, BYTES_RATIO_TARGET, 2)
     add(f"{small}-entry twin: entries the context reads", read("read_small", str))
     add("  open + context at the leaf", read("open_context_small", _ms))
     by_size = ratios("open_context_big", lambda s: stores.get(s, {}).get("open_context_small"))
@@ -415,6 +469,12 @@ def render(doc: Result) -> str:
     if checked:
         checks = [r <= OPEN_RATIO_TARGET for r in to_jsonl[1:] if r is not None]
         checks += [r <= SIZE_RATIO_TARGET for r in by_size[1:] if r is not None]
+        for values, target in (
+            (tree_ratio, TREE_RATIO_TARGET),
+            (import_ratio, IMPORT_RATIO_TARGET),
+            (size_ratio, BYTES_RATIO_TARGET),
+        ):
+            checks += [r <= target for r in values[1:] if r is not None]
         lines.append(f"targets: {sum(checks)} of {len(checks)} pass")
     else:
         lines.append("targets: not checked (stated for 100k entries and a 1k twin)")

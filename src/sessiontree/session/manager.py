@@ -224,24 +224,35 @@ class SessionManager(ManagerReads):
 
     def _append(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
         with self._lock:
-            self._prepare_write()
-            entry = build(self._new_id(), self._leaf, self._now_iso())
-            self._write(entry)
-            return str(entry["id"])
+            if self._index.atomic:
+                # SQL stores: in the transaction from the start, so the store's check that this manager's
+                # view is current runs on the connection the entry is then written on
+                with self._index.transaction():
+                    return self._append_now(build)
+            return self._append_now(build)
+
+    def _append_now(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
+        self._prepare_write()
+        entry = build(self._new_id(), self._leaf, self._now_iso())
+        self._write(entry)
+        return str(entry["id"])
 
     def _prepare_write(self) -> None:
         """Take the writer role before an entry is built, so its parent is decided on the file as it is."""
         index = self._index
         generation = index.generation
         index.prepare_write()
-        if index.generation == generation:
+        # a leaf a database store no longer holds (a server that lost commits); files only ever grow
+        gone = index.atomic and self._leaf is not None and not index.contains(self._leaf)
+        if index.generation == generation and not gone:
             return
-        # Another writer appended since we read the session: it was read again under the lock.
+        # Another writer appended since we read the session (it was read again under the lock), or the
+        # store no longer holds entries this manager knew: never build on an entry that is not stored.
         self._index_labels_and_name()
         latest = index.last_leaf()
         if latest == self._leaf:
             return
-        where = str(index.path) if index.path is not None else "<memory>"
+        where = index.location or "<memory>"
         if self.stale_leaf == "latest" or (self._leaf is not None and not index.contains(self._leaf)):
             what = f"continuing from the session's latest entry {latest} instead of {self._leaf}"
             self._leaf = latest
@@ -250,7 +261,7 @@ class SessionManager(ManagerReads):
                 f"the next entry branches from this manager's leaf {self._leaf}, not from the session's "
                 f"latest entry {latest} (open with stale_leaf='latest' to continue from the latest entry)"
             )
-        problem = Problem("stale_leaf", None, f"{where}: another writer appended meanwhile; {what}")
+        problem = Problem("stale_leaf", None, f"{where}: {index.change_reason}; {what}")
         self._extra_problems.append(problem)
         logger.warning("%s", problem.message)
 

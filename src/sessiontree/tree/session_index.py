@@ -174,6 +174,11 @@ class SessionIndex(ABC):
         return False
 
     @property
+    def change_reason(self) -> str:
+        """Why the session was last read again (``generation`` changed), as the manager's note says it."""
+        return "another writer appended meanwhile"
+
+    @property
     def location(self) -> str | None:
         """Where the session lives, as a header's ``parentSession`` names it (a file path, a store URL)."""
         return str(self.path) if self.path is not None else None

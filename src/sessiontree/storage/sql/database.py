@@ -8,34 +8,61 @@ Store URLs take options as query parameters, which are never passed on to the dr
 (SQLite's pragma: ``FULL``, the default, ``NORMAL``, ``EXTRA`` or ``OFF``), ``synchronous_commit``
 (PostgreSQL's setting for this store's connections: ``on``, the server's default, ``off``, ``local``,
 ``remote_write`` or ``remote_apply``) and ``lease_ttl_ms`` (both: how long a writer lease lasts without
-renewal, default 30 000). Other query parameters of a ``postgresql://`` URL go to libpq as they are.
+renewal, default 30 000). Other query parameters of a ``postgresql://`` URL go to libpq as they are; its
+``connect_timeout`` (seconds, at least 2) defaults to ``CONNECT_TIMEOUT_S`` here rather than libpq's wait.
+
+A PostgreSQL connection can be lost (a restart, a crash, a failover) and the pool then makes new ones; each
+new connection moves ``Conn.epoch`` on, which tells a writer to check what the server really holds before it
+writes again (a crash with ``synchronous_commit=off`` may lose the last commits it acknowledged).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from sessiontree.errors import SessionError, StorageError
+from sessiontree.errors import SessionError
+from sessiontree.storage.sql.conn import (
+    BUSY_TIMEOUT_MS,
+    CONNECT_TIMEOUT_S,
+    LOCK_WAIT_MS,
+    POOL_TIMEOUT_S,
+    Conn,
+    Dialect,
+    LockWaitTimeout,
+    Row,
+    storage_error,
+)
+from sessiontree.storage.sql.postgres import PgConn, open_pool
 
-__all__ = ["DEFAULT_LEASE_TTL_MS", "Conn", "Database", "Dialect", "parse_sql_url"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "CONNECT_TIMEOUT_S",
+    "DEFAULT_LEASE_TTL_MS",
+    "LOCK_WAIT_MS",
+    "POOL_TIMEOUT_S",
+    "Conn",
+    "Database",
+    "Dialect",
+    "LockWaitTimeout",
+    "parse_sql_url",
+]
 
-Dialect = Literal["sqlite", "postgresql"]
-Row = tuple[Any, ...]
-
-BUSY_TIMEOUT_MS = 5000
 DEFAULT_LEASE_TTL_MS = 30_000
-POOL_TIMEOUT_S = 5.0
-"""How long a PostgreSQL call waits for a connection (a restart is waited out; an outage is reported)."""
 
 SQLITE_SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA", "OFF")
+SQLITE_MMAP_BYTES = 256 << 20
+SQLITE_BULK_CACHE_KIB = 64 << 10
+"""The page cache of a connection while it writes a batch of entries (an import): the indexes' pages stay
+in memory instead of being read again for each row; put back to SQLite's default afterwards."""
 PG_SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 _OPTIONS = ("synchronous", "synchronous_commit", "lease_ttl_ms")
 
@@ -123,47 +150,6 @@ def _positive_int(url: str, name: str, value: str) -> int:
     return number
 
 
-class Conn:
-    """One logical connection: queries, and write transactions that nest (the outermost one commits)."""
-
-    dialect: Dialect
-    display: str
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
-
-    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; returns the number of rows it changed."""
-        raise NotImplementedError
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
-
-    def transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
-        raise NotImplementedError
-
-    _depth = 0
-    _owner: int | None = None  # the thread whose transaction is open
-
-    @property
-    def in_transaction(self) -> bool:
-        """Whether the calling thread has a transaction open on this connection (another thread's, such as
-        the lease heartbeat's, does not count: the caller must wait for it and open its own)."""
-        return self._depth > 0 and self._owner == threading.get_ident()
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-
-def _storage_error(display: str, what: str, exc: BaseException) -> StorageError:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StorageError(f"{display}: {what} failed: {text}")
-
-
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int):
@@ -210,29 +196,32 @@ class SqliteConn(Conn):
             _enter_wal(self._db)
             self._db.execute(f"PRAGMA synchronous = {synchronous}")
             self._db.execute("PRAGMA foreign_keys = ON")
+            # reads map the file instead of copying each page in: a whole session's envelopes (the tree)
+            # are read in a fraction of the time
+            self._db.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
         except (sqlite3.Error, OSError) as exc:
-            raise _storage_error(display, "opening the database", exc) from exc
+            raise storage_error(display, "opening the database", exc) from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         with self._lock:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise _storage_error(self.display, "a query", exc) from exc
+                raise storage_error(self.display, "a query", exc) from exc
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         with self._lock:
             try:
                 return self._db.execute(sql, params).rowcount
             except sqlite3.Error as exc:
-                raise _storage_error(self.display, "a write", exc) from exc
+                raise storage_error(self.display, "a write", exc) from exc
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._lock:
             try:
                 self._db.executemany(sql, rows)
             except sqlite3.Error as exc:
-                raise _storage_error(self.display, "a write", exc) from exc
+                raise storage_error(self.display, "a write", exc) from exc
 
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[None]:
@@ -247,7 +236,7 @@ class SqliteConn(Conn):
             try:
                 self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as exc:
-                raise _storage_error(self.display, "starting a transaction", exc) from exc
+                raise storage_error(self.display, "starting a transaction", exc) from exc
             self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield
@@ -262,119 +251,22 @@ class SqliteConn(Conn):
             except sqlite3.Error as exc:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
-                raise _storage_error(self.display, "a commit", exc) from exc
+                raise storage_error(self.display, "a commit", exc) from exc
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        with self._lock:
+            (previous,) = self._db.execute("PRAGMA cache_size").fetchone()
+            self._db.execute(f"PRAGMA cache_size = -{SQLITE_BULK_CACHE_KIB}")
+            try:
+                yield
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute(f"PRAGMA cache_size = {int(previous)}")
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
-
-
-class PgConn(Conn):
-    """Statements on connections borrowed from a pool; a transaction keeps one connection until it ends.
-
-    A lost connection (a restarted server, a network failure) surfaces as ``StorageError`` and the pool
-    replaces it, so the next call works again once the server is back.
-    """
-
-    dialect: Dialect = "postgresql"
-
-    def __init__(self, pool: Any, display: str) -> None:
-        self.display = display
-        self._pool = pool
-        self._lock = threading.RLock()
-        self._held: Any = None
-        self._depth = 0
-
-    @staticmethod
-    def _sql(sql: str) -> str:
-        return sql.replace("?", "%s")
-
-    def _run(self, conn: Any, sql: str, params: Sequence[Any], fetch: bool) -> Any:
-        cursor = conn.execute(self._sql(sql), params)
-        if fetch:
-            return [tuple(r) for r in cursor.fetchall()]
-        return cursor.rowcount
-
-    def _call(self, sql: str, params: Sequence[Any], fetch: bool, what: str) -> Any:
-        import psycopg
-
-        with self._lock:
-            try:
-                if self._held is not None:
-                    return self._run(self._held, sql, params, fetch)
-                with self._pool.connection() as conn:
-                    return self._run(conn, sql, params, fetch)
-            except psycopg.Error as exc:
-                raise _pg_error(self.display, what, exc) from exc
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        result: list[Row] = self._call(sql, params, True, "a query")
-        return result
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        result: int = self._call(sql, params, False, "a write")
-        return result
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        import psycopg
-
-        with self._lock:
-            try:
-                if self._held is not None:
-                    with self._held.cursor() as cur:
-                        cur.executemany(self._sql(sql), rows)
-                    return
-                with self._pool.connection() as conn, conn.cursor() as cur:
-                    cur.executemany(self._sql(sql), rows)
-            except psycopg.Error as exc:
-                raise _pg_error(self.display, "a write", exc) from exc
-
-    @contextlib.contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[None]:
-        import psycopg
-
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            committing = False
-            try:
-                with self._pool.connection() as conn, conn.transaction():
-                    self._held, self._depth, self._owner = conn, 1, threading.get_ident()
-                    try:
-                        yield
-                        committing = True
-                    finally:
-                        self._held, self._depth = None, 0
-            except psycopg.Error as exc:
-                raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
-
-    def close(self) -> None:
-        """Connections belong to the pool: nothing to release here."""
-
-
-def _pg_error(display: str, what: str, exc: BaseException) -> StorageError:
-    import psycopg
-    from psycopg_pool import PoolClosed
-
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if isinstance(exc, PoolClosed):
-        return StorageError(f"{display}: {what} failed: the store was closed ({text})")
-    if isinstance(exc, psycopg.OperationalError):
-        outcome = (
-            "whether the commit took effect is unknown (the next write of this session checks)"
-            if what == "a commit"
-            else "nothing of that operation was written"
-        )
-        return StorageError(
-            f"{display}: {what} failed, the connection to the server was lost ({text}); {outcome}, and the "
-            "next call reconnects"
-        )
-    return _storage_error(display, what, exc)
 
 
 class Database:
@@ -419,47 +311,28 @@ class Database:
         self._pool: Any = None
         self._pool_size = pool_size
         self._lock = threading.Lock()
+        self._connections = itertools.count(1)
+        self._epoch = 0  # how many server connections the pool has made
         self.remote = parsed.dialect == "postgresql"
 
     def connect(self) -> Conn:
         """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL)."""
         if self.dialect == "sqlite":
             return SqliteConn(self._target, self.display, synchronous=self.synchronous)
-        return PgConn(self._shared_pool(), self.display)
+        return PgConn(self._shared_pool(), self.display, lambda: self._epoch)
 
     def _shared_pool(self) -> Any:
         with self._lock:
             if self._pool is None:
-                try:
-                    from psycopg_pool import ConnectionPool
-                except ImportError as exc:  # pragma: no cover - depends on the installation
-                    raise SessionError(
-                        "PostgreSQL stores need psycopg and psycopg-pool: pip install 'sessiontree[postgres]'",
-                        kind="invalid_argument",
-                    ) from exc
-                self._pool = ConnectionPool(
-                    self._target,
-                    min_size=1,
-                    max_size=self._pool_size,
-                    kwargs={"autocommit": True},
-                    configure=self._configure,
-                    check=ConnectionPool.check_connection,
-                    timeout=POOL_TIMEOUT_S,
-                    open=False,
-                    name="sessiontree",
-                )
-                try:
-                    self._pool.open(wait=True, timeout=10)
-                except Exception as exc:
-                    self._pool.close()
-                    self._pool = None
-                    raise StorageError(f"{self.display}: cannot connect: {exc}") from exc
+                self._pool = open_pool(self._target, self.display, self._pool_size, self._configure)
             return self._pool
 
     def _configure(self, conn: Any) -> None:
+        """Run on every new pooled connection (in the pool's threads)."""
         if self.synchronous_commit is not None:
             # A setting of each pooled connection: no statement of its own in every write transaction.
             conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
+        self._epoch = next(self._connections)
 
     def close(self) -> None:
         """Close the pool (PostgreSQL); SQLite connections are closed by their owners."""

@@ -241,17 +241,20 @@ class SqlRepo(Repo[M]):
         assert header is not None
         index = SqlSession.new(self.db, header, header_block)
         try:
-            with index.transaction():
+
+            def entries() -> Iterator[tuple[dict[str, Any], bytes]]:
                 for n, line in enumerate(lines, start=2):
                     try:
                         entry = _json.loads(line)
                         check_envelope(entry)
-                    except ValueError as exc:
+                    except ValueError as exc:  # raised inside the transaction: nothing is stored
                         raise CorruptSessionError(
                             f"{self.display}#{sid}: line {n} of the source is not an entry ({exc}); nothing "
                             "was stored"
                         ) from None
-                    index.append_line(entry, line)
+                    yield entry, line
+
+            index.append_lines(entries())
             if not len(index):
                 index.store_header()  # a session of a header alone is stored (and listed) too
             found = list(problems)

@@ -99,6 +99,17 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 
+_LABELS_ONLY = (
+    "DROP INDEX st_entries_type",
+    # only what the label and name reads search for: an index of every entry by type was as large as
+    # the id index and served no read
+    "CREATE INDEX st_entries_type ON st_entries (session_id, type, seq) "
+    "WHERE type = 'label' OR type = 'session_info'",
+)
+MIGRATIONS += (
+    Migration(3, "the type index keeps label and session_info entries only", _LABELS_ONLY, _LABELS_ONLY),
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 _VERSION_TABLE = (

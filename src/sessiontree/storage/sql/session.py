@@ -10,22 +10,40 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sessiontree.errors import SessionError, SessionLockedError
+from sessiontree.errors import SessionError, SessionLockedError, StorageError
 from sessiontree.format import pi_json as _json
 from sessiontree.storage._encode import encode_entry
 from sessiontree.storage.search import entry_search_text
+from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
 from sessiontree.storage.sql.reading import Pointers, SessionReads
-from sessiontree.storage.sql.text import display, key
+from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
 
 __all__ = ["SqlSession"]
+
+logger = logging.getLogger(__name__)
+
+_CHANGED = "another writer appended meanwhile"
+_BULK = 2000  # rows per executemany in append_lines
+_INSERT_ENTRY = (
+    "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
+    "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TEXT = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
+_State = tuple[
+    tuple[int, tuple[str, str, str | None] | None, bool, bool],
+    tuple[str | None, int, str | None, float | None],
+    int | None,
+]
 
 
 class SqlSession(SessionReads):
@@ -34,6 +52,10 @@ class SqlSession(SessionReads):
     def __init__(self, db: Database, session_id: str, *, read_only: bool) -> None:
         super().__init__(db, session_id, read_only=read_only)
         self._lease = WriterLease(self.conn, session_id, ttl_ms=db.lease_ttl_ms)
+        self._epoch = self.conn.epoch  # of the connections this session's view was read on
+        self._change = _CHANGED
+        self._lost: list[Problem] = []
+        self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
     def set_header(self, header: Mapping[str, Any]) -> None:
@@ -42,42 +64,95 @@ class SqlSession(SessionReads):
         self._header = dict(header)
 
     def prepare_write(self) -> None:
+        """Take the writer role, and make sure this writer's view is what the store holds before an entry
+        is built on it: after a commit of unknown outcome, and after the store reconnected (a server that
+        crashed with ``synchronous_commit=off`` may have lost the last commits it acknowledged), the tail
+        is read again and, where it differs, the session (the manager then reads its leaf and labels again).
+
+        Called inside the write transaction (the manager opens it first), so the check runs on the
+        connection the entry is then written on. When the check fails it is made again at the next write.
+        """
         if self._closed:
             raise SessionError(f"{self.location}: the session is closed", kind="invalid_state")
         if self.read_only:
             raise SessionError(
                 f"{self.location}: cannot write, the session was opened read-only", kind="read_only"
             )
-        if self._lease.held and not self._recheck:
+        epoch = self.conn.epoch
+        if self._lease.held and not self._recheck and epoch == self._epoch:
             return
         if self._lease.lost is not None:
             raise SessionLockedError(self._lease.lost, kind="lease_lost")
         if not self._lease.held:
             self._lease.acquire()
-        self._recheck = False
-        if self._exists:
-            row = self.conn.query_one(
-                "SELECT MAX(seq) FROM st_entries WHERE session_id = ?", (self.session_id,)
+        elif epoch != self._epoch:
+            self._lease.reclaim()
+        self._check_tail()
+        self._recheck, self._epoch = False, epoch  # only once the check succeeded
+
+    def _check_tail(self) -> None:
+        """Read the session again when its last stored entry is not the one this writer knows."""
+        if not self._exists:
+            return
+        row = self.conn.query_one(
+            "SELECT seq, id FROM st_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (self.session_id,),
+        )
+        seq, last = (int(row[0]), str(unkey(row[1]))) if row else (0, None)
+        if seq == self._count and last == (self._last[0] if self._last else None):
+            return
+        if self._appended:  # never expected: this transaction wrote on the view that turned out stale
+            raise StorageError(
+                f"{self.location}: the stored session changed inside a write transaction; nothing of it was "
+                "written (the next write reads the session again)"
             )
-            if (int(row[0]) if row and row[0] is not None else 0) != self._count:
-                # another writer appended since we read the session, or a commit we saw fail took effect
-                self._load()
-                self._generation += 1
+        known, self._change = self._count, _CHANGED
+        if seq < known:
+            self._change = (
+                f"the store no longer holds the last {known - seq} of the {known} entries this writer knew "
+                "(the server lost commits it had acknowledged, as synchronous_commit=off allows in a crash)"
+            )
+            self._lost.append(Problem("lost_entries", None, f"{self.location}: {self._change}"))
+            logger.warning("%s", self._lost[-1].message)
+        if not self._load():  # the session row itself was lost: it is written again with the next entry
+            self._forget_stored()
+        self._present.clear()  # ids known to exist may have been lost
+        self._snapshot = self._state()
+        self._generation += 1
+
+    def _forget_stored(self) -> None:
+        self._exists, self._count, self._last, self._irregular = False, 0, None, False
+        self._pointers.clear()
+        self._entries.clear()
+        self._walks.clear()
+        self._absent.clear()
+        self._loaded, self._labels = None, None
+        self._info = SessionInfoBuilder()
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [*super().problems, *self._lost]
+
+    @property
+    def change_reason(self) -> str:
+        return self._change
+
+    def _state(self) -> _State:
+        info = self._info
+        labels = None if self._labels is None else len(self._labels)
+        return (
+            (self._count, self._last, self._exists, self._irregular),
+            (info.name, info.message_count, info.first_message, info.last_activity),
+            labels,
+        )
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         if self.conn.in_transaction:
             yield
             return
-        saved = (self._count, self._last, self._exists, self._irregular)
-        saved_info = (
-            self._info.name,
-            self._info.message_count,
-            self._info.first_message,
-            self._info.last_activity,
-        )
+        self._snapshot = self._state()
         had_lease = self._lease.fence is not None
-        saved_labels = None if self._labels is None else len(self._labels)
         self._appended, self._renewed = [], None
         try:
             with self.conn.transaction():
@@ -88,7 +163,7 @@ class SqlSession(SessionReads):
             if not had_lease and self._lease.fence is not None:
                 self._lease.forget()  # taken inside the transaction: rolled back with it
             if self._appended:
-                self._undo(saved, saved_info, saved_labels)
+                self._undo(*self._snapshot)
             raise
         finally:
             self._appended, self._renewed = [], None
@@ -127,8 +202,14 @@ class SqlSession(SessionReads):
 
     def append_line(self, entry: Mapping[str, Any], line: bytes) -> None:
         """Insert ``entry`` whose exact line is ``line`` (copies keep the bytes they read)."""
-        self.prepare_write()
         with self.transaction():
+            generation = self._generation
+            self.prepare_write()
+            if self._generation != generation:  # the entry was built on a view that the check replaced
+                raise StorageError(
+                    f"{self.location}: the session changed before this entry was written ({self._change}); "
+                    "nothing was written, build it again on the session as it is now"
+                )
             self._renew()
             if not self._exists:
                 self._create_row()
@@ -196,12 +277,59 @@ class SqlSession(SessionReads):
         self._exists = True
 
     def _insert(self, entry: Mapping[str, Any], line: bytes) -> None:
+        row, text = self._row(entry, line, None)
+        self.conn.execute(_INSERT_ENTRY, row)
+        if text is not None:
+            self.conn.execute(_INSERT_TEXT, text)
+
+    def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
+        """Insert many entries, each with its exact line, in one transaction and in batches of statements
+        (what ``sessiontree copy`` and forks write): the same rows ``append_line`` writes one at a time."""
+        with self.transaction(), self.conn.bulk():
+            self.prepare_write()
+            self._renew()
+            known: dict[str, Pointers] = {}  # this call's entries: not all in the database until flushed
+            rows: list[tuple[Any, ...]] = []
+            texts: list[tuple[Any, ...]] = []
+            for entry, line in pairs:
+                if not self._exists:
+                    self._create_row()
+                row, text = self._row(entry, line, known)
+                rows.append(row)
+                if text is not None:
+                    texts.append(text)
+                if len(rows) >= _BULK:
+                    self._flush(rows, texts)
+            self._flush(rows, texts)
+
+    def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
+        if rows:
+            self.conn.executemany(_INSERT_ENTRY, rows)
+        if texts:
+            self.conn.executemany(_INSERT_TEXT, texts)
+        rows.clear()
+        texts.clear()
+        self._renew()
+
+    def _row(
+        self, entry: Mapping[str, Any], line: bytes, known: dict[str, Pointers] | None
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+        """The entry row and search-text row for ``entry`` as the next entry, and this session's state
+        moved on past it. ``known`` holds the pointers of entries of the same batch not written yet."""
         entry_id = str(entry["id"])
         kind = str(entry["type"])
         raw_parent = entry.get("parentId")
         parent_id = raw_parent if isinstance(raw_parent, str) else None
-        parent = self._pointers_of(parent_id) if parent_id is not None else None
-        duplicate = entry_id in self._pointers or self._by_id(entry_id) is not None
+        parent = None
+        if parent_id is not None:
+            parent = known.get(parent_id) if known else None
+            if parent is None:
+                parent = self._pointers_of(parent_id)
+        duplicate = (
+            (known is not None and entry_id in known)
+            or entry_id in self._pointers
+            or (self._count > len(known or ()) and self._by_id(entry_id) is not None)
+        )
         if duplicate or (parent_id is not None and (parent is None or parent_id == entry_id)):
             self._irregular = True  # pointers no longer tell the truth: read this session whole from now on
         seq = self._count + 1
@@ -221,32 +349,22 @@ class SqlSession(SessionReads):
         )
         target = entry.get("targetId") if kind in ("label", "leaf") else None
         stamp = entry.get("timestamp")
-        self.conn.execute(
-            "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
-            "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.session_id,
-                seq,
-                key(entry_id),
-                key(parent_id),
-                key(kind),
-                key(stamp) if isinstance(stamp, str) else None,
-                line,
-                parent[0] if parent else None,
-                *pointers[1:],
-                key(target) if isinstance(target, str) else None,
-            ),
+        row = (
+            self.session_id,
+            seq,
+            key(entry_id),
+            key(parent_id),
+            key(kind),
+            key(stamp) if isinstance(stamp, str) else None,
+            line,
+            parent[0] if parent else None,
+            *pointers[1:],
+            key(target) if isinstance(target, str) else None,
         )
         info = self._info
         info.add(entry)
         info.texts.clear()  # only the columns are kept; the text goes to the search table
         text = entry_search_text(entry)
-        if text is not None:
-            self.conn.execute(
-                "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)",
-                (display(text), self.session_id, key(entry_id)),
-            )
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)
         self._appended.append(entry_id)
@@ -254,7 +372,10 @@ class SqlSession(SessionReads):
             self._labels.append(dict(entry))
         self._absent.discard(entry_id)
         self._remember(entry_id, pointers)
+        if known is not None:
+            known[entry_id] = pointers
         self._loaded = None
+        return row, None if text is None else (display(text), self.session_id, key(entry_id))
 
     def record_problems(self, problems: Sequence[Problem]) -> None:
         """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""

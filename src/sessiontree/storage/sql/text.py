@@ -15,7 +15,7 @@ _MARK = "\ufffd\u2060surrogates:"  # a prefix no pi id starts with
 
 def key(value: str | None) -> str | None:
     """``value`` as stored in an id column: itself, unless it holds a lone surrogate (then escaped)."""
-    if value is None or not _SURROGATE.search(value):
+    if value is None or (value.isascii() and "\x00" not in value) or not _SURROGATE.search(value):
         return value
     return _MARK + value.encode("utf-8", "surrogatepass").hex()
 

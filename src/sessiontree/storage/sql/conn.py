@@ -1,0 +1,93 @@
+"""The connection interface of the SQL back ends (``Conn``), the errors it raises and its time limits.
+
+``database.py`` implements it for SQLite and opens stores; ``postgres.py`` implements it for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+from sessiontree.errors import StorageError
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "CONNECT_TIMEOUT_S",
+    "LOCK_WAIT_MS",
+    "POOL_TIMEOUT_S",
+    "Conn",
+    "Dialect",
+    "LockWaitTimeout",
+    "storage_error",
+]
+
+Dialect = Literal["sqlite", "postgresql"]
+Row = tuple[Any, ...]
+
+BUSY_TIMEOUT_MS = 5000
+POOL_TIMEOUT_S = 5.0
+"""How long a PostgreSQL call waits for a connection (a restart is waited out; an outage is reported)."""
+CONNECT_TIMEOUT_S = 5
+"""How long connecting to a PostgreSQL server may take when neither the URL's ``connect_timeout`` nor
+``PGCONNECT_TIMEOUT`` says (a server that accepts connections but never answers is reported after it)."""
+LOCK_WAIT_MS = BUSY_TIMEOUT_MS
+"""How long a writer waits for a row another writer's open transaction holds (PostgreSQL's ``lock_timeout``
+where the store sets it; SQLite's busy timeout is the same)."""
+
+
+class LockWaitTimeout(StorageError):
+    """A statement waited ``LOCK_WAIT_MS`` for a row another transaction holds, and gave up."""
+
+
+class Conn:
+    """One logical connection: queries, and write transactions that nest (the outermost one commits)."""
+
+    dialect: Dialect
+    display: str
+
+    @property
+    def epoch(self) -> int:
+        """Moves on whenever a new server connection may be used (never for SQLite): what a caller read
+        before may no longer be what the server holds (see the module docstring)."""
+        return 0
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; returns the number of rows it changed."""
+        raise NotImplementedError
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    _depth = 0
+    _owner: int | None = None  # the thread whose transaction is open
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread has a transaction open on this connection (another thread's, such as
+        the lease heartbeat's, does not count: the caller must wait for it and open its own)."""
+        return self._depth > 0 and self._owner == threading.get_ident()
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Around the statements of a large batch of writes (settings that suit them; none by default)."""
+        yield
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def storage_error(display: str, what: str, exc: BaseException) -> StorageError:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StorageError(f"{display}: {what} failed: {text}")
