@@ -12,6 +12,7 @@ msgpack cannot hold as JSON read it (a lone surrogate) is left out.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from array import array
 from collections.abc import Callable, Iterable
@@ -28,34 +29,35 @@ __all__ = ["MAX_BYTES", "Bodies", "load", "save"]
 
 MAX_BYTES = 1 << 24
 """At most this much msgpack is kept per session (the entries read last win)."""
-_FORMAT = 1
+_FORMAT = 2
 _DECODER = msgspec.msgpack.Decoder()
 _ENCODER = msgspec.msgpack.Encoder()
 
 
 class Bodies:
-    """Packed entries by position: ``take(i)`` decodes one (once); ``held`` lists the positions."""
+    """Packed entries by position, all in one blob: ``take(i)`` decodes one; ``used`` lists those taken."""
 
-    __slots__ = ("_packed", "used")
+    __slots__ = ("_blob", "_spans", "used")
 
-    def __init__(self, packed: dict[int, bytes]) -> None:
-        self._packed = packed
+    def __init__(self, blob: memoryview, spans: dict[int, tuple[int, int]]) -> None:
+        self._blob = blob
+        self._spans = spans
         self.used: set[int] = set()
 
     def __contains__(self, i: object) -> bool:
-        return i in self._packed
+        return i in self._spans
 
     @property
     def held(self) -> frozenset[int]:
-        return frozenset(self._packed)
+        return frozenset(self._spans)
 
     def take(self, i: int) -> dict[str, Any] | None:
         """Entry ``i`` decoded from its packed bytes, or ``None`` (not held, or not a packed object)."""
-        raw = self._packed.get(i)
-        if raw is None:
+        span = self._spans.get(i)
+        if span is None:
             return None
         try:
-            value = _DECODER.decode(raw)
+            value = _DECODER.decode(self._blob[span[0] : span[1]])
         except msgspec.DecodeError:
             return None
         if not isinstance(value, dict):
@@ -71,25 +73,34 @@ def _file_for(path: Path) -> Path:
 
 def load(path: Path, fd: int, st: os.stat_result, count: int) -> Bodies | None:
     """The packed entries kept for the file ``path`` (open as ``fd``, ``st`` its fstat, ``count`` entries
-    indexed), when they are still valid for it."""
+    indexed), when they are still valid for it.
+
+    The file is a 4-byte length, a msgpack header (format, the session file's identity and digests, the
+    positions and where each packed entry ends), then the packed entries one after another.
+    """
     if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
         return None
     try:
-        fields = msgspec.msgpack.decode(_file_for(path).read_bytes())
+        data = _file_for(path).read_bytes()
+        length = int.from_bytes(data[:4], "little")
+        fields = msgspec.msgpack.decode(data[4 : 4 + length])
         if not isinstance(fields, list) or len(fields) != 8 or fields[0] != _FORMAT:
             return None
-        _, dev, ino, size, head, tail, at, blobs = fields
+        _, dev, ino, size, head, tail, at, ends_raw = fields
         if (dev, ino) != (st.st_dev, st.st_ino) or not isinstance(size, int) or not 0 < size <= st.st_size:
             return None
         if (head, tail) != index_cache.digests(fd, size):
             return None
-        positions = array("q")
+        positions, ends = array("q"), array("q")
         positions.frombytes(at)
-        if len(positions) != len(blobs) or any(not 0 <= i < count for i in positions):
+        ends.frombytes(ends_raw)
+        blob = memoryview(data)[4 + length :]
+        if len(positions) != len(ends) or (ends and (ends[-1] != len(blob) or min(ends) < 0)):
             return None
-        if not all(isinstance(b, bytes) for b in blobs):
+        if positions and (min(positions) < 0 or max(positions) >= count):
             return None
-        return Bodies(dict(zip(positions, blobs, strict=True)))
+        starts = [0, *ends[:-1]]
+        return Bodies(blob, dict(zip(positions, zip(starts, ends, strict=True), strict=True)))
     except (OSError, msgspec.DecodeError, ValueError, TypeError):
         return None
 
@@ -123,13 +134,26 @@ def save(
             if total > MAX_BYTES:
                 break
         head, tail = index_cache.digests(fd, st.st_size)
-        blob = msgspec.msgpack.encode(
-            [_FORMAT, st.st_dev, st.st_ino, st.st_size, head, tail, array("q", at).tobytes(), blobs]
+        ends = list(itertools.accumulate(map(len, blobs)))
+        header = msgspec.msgpack.encode(
+            [
+                _FORMAT,
+                st.st_dev,
+                st.st_ino,
+                st.st_size,
+                head,
+                tail,
+                array("q", at).tobytes(),
+                array("q", ends).tobytes(),
+            ]
         )
         file = _file_for(path)
         _fileio.ensure_dir(file.parent)
         temp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        temp.write_bytes(blob)
+        with open(temp, "wb") as out:
+            out.write(len(header).to_bytes(4, "little"))
+            out.write(header)
+            out.writelines(blobs)
         os.replace(temp, file)
     except (OSError, msgspec.EncodeError):
         with contextlib.suppress(OSError, UnboundLocalError):

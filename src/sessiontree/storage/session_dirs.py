@@ -308,11 +308,24 @@ def build_session_info(path: Path) -> SessionInfo | None:
 
 
 def list_session_files(directory: Path) -> list[Path]:
-    """The ``*.jsonl`` files directly in ``directory`` (none when it does not exist)."""
+    """The ``*.jsonl`` files directly in ``directory`` (none when it does not exist), sorted by name."""
     try:
-        return sorted(p for p in directory.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        with os.scandir(directory) as found:
+            # a name with a ".jsonl" suffix (".jsonl" alone is a hidden file's name, as for Path.suffix);
+            # is_file follows links and needs no stat for a plain file
+            names = sorted(
+                e.name for e in found if len(e.name) > 6 and e.name.endswith(".jsonl") and _is_file(e)
+            )
     except OSError:
         return []
+    return [directory / name for name in names]
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def collect_session_infos(
