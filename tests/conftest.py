@@ -189,3 +189,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     for line in FUZZ_RUNS:
         terminalreporter.write_line(line)
+
+
+def _utf8(text: str) -> str:
+    """``text`` as UTF-8 can carry it: lone surrogates (which sessions hold) shown as ``\\udcff`` escapes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test's report (captured output and logs, the failure's text) goes from a pytest-xdist worker to the
+    controller as UTF-8; the text a test captures may hold lone surrogates (damaged sessions do), which would
+    end the whole run with an internal error, so they are escaped."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [(title, _utf8(content)) for title, content in report.sections]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if _utf8(text) is not text:
+            report.longrepr = _utf8(text)
