@@ -24,6 +24,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sessiontree.errors import SessionError, StorageError
+from sessiontree.storage.sql.files import open_sqlite
 
 __all__ = ["DEFAULT_LEASE_TTL_MS", "Conn", "Database", "Dialect", "parse_sql_url"]
 
@@ -199,13 +200,12 @@ class SqliteConn(Conn):
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: str, display: str, *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str, display: str, *, synchronous: str = "FULL", create: bool = True) -> None:
         self.display = display
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db = open_sqlite(path, display, create=create, timeout=30)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             _enter_wal(self._db)
             self._db.execute(f"PRAGMA synchronous = {synchronous}")
@@ -421,10 +421,11 @@ class Database:
         self._lock = threading.Lock()
         self.remote = parsed.dialect == "postgresql"
 
-    def connect(self) -> Conn:
-        """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL)."""
+    def connect(self, *, create: bool = True) -> Conn:
+        """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL); without ``create``, a
+        SQLite store whose file does not exist is ``SessionNotFoundError`` (nothing is created)."""
         if self.dialect == "sqlite":
-            return SqliteConn(self._target, self.display, synchronous=self.synchronous)
+            return SqliteConn(self._target, self.display, synchronous=self.synchronous, create=create)
         return PgConn(self._shared_pool(), self.display)
 
     def _shared_pool(self) -> Any:
