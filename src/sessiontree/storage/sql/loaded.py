@@ -45,6 +45,8 @@ class LoadedSession(IndexedStore):
         self._conn = conn
         self._session_id = session_id
         self._where_text = where
+        self.location = where
+        """Where the session lives (``STORE_URL#ID``), for the problems a tree walk reports."""
         self.header = header
         self.read_only = True
         self.seqs: list[int] = []

@@ -167,6 +167,30 @@ class SessionReads(PathReads, SessionIndex):
             self._distrust(exc)
         return True
 
+    def check(self) -> list[Problem]:
+        """Every problem of the stored session, found by reading all of it in one snapshot (read-only): what
+        its file's check finds, and every row and session-row column that disagrees with its lines."""
+        from sessiontree.errors import SessionNotFoundError
+        from sessiontree.storage.sql.verify import check_pointers
+
+        where = str(self.location)
+        with self.conn.transaction(write=False):
+            if self.conn.dialect == "postgresql":
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            found = self.conn.query_one(_LOAD, (self.session_id, self.session_id))
+            if found is None:
+                raise SessionNotFoundError(f"Session not found: {where}")
+            stored = parse_session_row(found, self.session_id, where)
+            first_line = stored.header_line.count(b"\n") + 2
+            whole = LocalIndex(LoadedSession(self.conn, self.session_id, stored.header, where, first_line))
+            return [
+                *stored.import_problems,
+                *stored.problems,
+                *whole.problems,
+                *check_pointers(self.conn, self.session_id, where, stored),
+                *whole.cycle_problems(),
+            ]
+
     # -- damage ----------------------------------------------------------------------------------------
     def _distrust(self, damage: Damage) -> None:
         """Read this session from its lines from now on, and record ``damage`` unless that read reports it."""

@@ -226,6 +226,14 @@ class SqlRepo(Repo[M]):
             source.close()
         return self._manager(self._spawn(header, lines), target_cwd, options)
 
+    def check(self, session_id: str) -> builtins.list[Problem]:
+        """Every problem of a stored session (``SqlSession.check``; read-only): ``sessiontree check``."""
+        index = SqlSession.open(self.db, self.resolve(session_id), read_only=True)
+        try:
+            return index.check()
+        finally:
+            index.close()
+
     def search(self, text: str, *, cwd: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
         """Entries and session names matching every word of ``text`` (FTS5 / ``tsvector``), best first."""
         if not self._ensure(create=False):
