@@ -184,8 +184,11 @@ class SqlRepo(Repo[M]):
         )
 
     def delete(self, session_id: str) -> None:
-        """Remove a session and its entries (a missing session is no error)."""
-        if not self._ensure(create=False) or not self._readable(session_id):
+        """Remove a session and its entries (a missing session, or store, is no error)."""
+        try:
+            if not self._ensure(create=False) or not self._readable(session_id):
+                return
+        except SessionNotFoundError:  # no such store: nothing to delete (and nothing is created)
             return
         with self._conn.transaction():
             self._conn.execute("DELETE FROM st_entry_text WHERE session_id = ?", (session_id,))
