@@ -8,6 +8,7 @@ Each damage is a function ``(plain, session_id, rng) -> bool`` (``False`` when i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sqlite3
@@ -57,11 +58,24 @@ class Plain:
         )
 
     def table(self, name: str) -> list[tuple[Any, ...]]:
-        """Every row of a table, in a stable order (to see that a read changed nothing)."""
-        return sorted((tuple(map(repr, r)) for r in self.query(f"SELECT * FROM {name}")), key=repr)
+        """Every row of a table, in a stable order (to see that a read changed nothing); ``[("gone",)]``
+        for a table that is not there."""
+        try:
+            rows = self.query(f"SELECT * FROM {name}")
+        except Exception:  # sqlite3.OperationalError, psycopg.errors.UndefinedTable
+            if not self.sqlite:
+                self._db.rollback()
+            return [("gone",)]
+        return sorted(tuple(map(_digest, r)) for r in rows)
 
     def close(self) -> None:
         self._db.close()
+
+
+def _digest(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "b:" + hashlib.sha256(value).hexdigest()
+    return f"{type(value).__name__}:{value!r}"
 
 
 def as_file(plain: Plain, sid: str, path: Path) -> Path:
@@ -161,7 +175,7 @@ def _other_seq(plain: Plain, sid: str, rng: random.Random) -> int | None:
 
 
 def _other_id(plain: Plain, sid: str, rng: random.Random) -> str | None:
-    ids = [r[0] for r in plain.query("SELECT id FROM st_entries WHERE session_id = ?", (sid,))]
+    ids = [r[0] for r in plain.query("SELECT id FROM st_entries WHERE session_id = ? ORDER BY seq", (sid,))]
     return rng.choice([*ids, "nowhere", None])
 
 
@@ -192,12 +206,13 @@ def _delete_row(plain: Plain, sid: str, rng: random.Random) -> bool:
     return True
 
 
-def _duplicate_id(plain: Plain, sid: str, rng: random.Random) -> bool:
-    """One row takes another's id, in its column and its line (as an imported file with duplicates)."""
-    rows = plain.query("SELECT seq, id FROM st_entries WHERE session_id = ?", (sid,))
+def duplicate_id(plain: Plain, sid: str, rng: random.Random, pair: tuple[int, int] | None = None) -> bool:
+    """One row takes another's id, in its column and its line (as an imported file with duplicates); ``pair``:
+    the positions (in ``seq`` order) of the row whose id is taken and of the row that takes it."""
+    rows = plain.query("SELECT seq, id FROM st_entries WHERE session_id = ? ORDER BY seq", (sid,))
     if len(rows) < 2:
         return False
-    (_, a_id), (b, b_id) = rng.sample(rows, 2)
+    (_, a_id), (b, b_id) = rng.sample(rows, 2) if pair is None else (rows[pair[0]], rows[pair[1]])
     plain.set_column(sid, b, "id", a_id)
     plain.set_line(
         sid, b, plain.line(sid, b).replace(f'"id":"{b_id}"'.encode(), f'"id":"{a_id}"'.encode(), 1)
@@ -290,7 +305,7 @@ DAMAGES: dict[str, Damage] = {
     "tools_seq": _column("tools_seq", _other_seq),
     "cycle": _cycle,
     "delete_row": _delete_row,
-    "duplicate_id": _duplicate_id,
+    "duplicate_id": duplicate_id,
     "body_parent": _body_parent,
     "bad_header": _header(b'{"type":"session","id":'),
     "header_not_object": _header(b"[1]"),
@@ -329,7 +344,15 @@ def _line_as_text(plain: Plain, sid: str, rng: random.Random) -> bool:
 DAMAGES["line_as_text"] = _line_as_text
 
 
-def damages_for(url: str) -> list[str]:
-    """The damage kinds that apply to the store at ``url``."""
+WHOLE_STORE = frozenset({"future_schema", "schema_table_gone"})
+"""Damage to the store rather than to one session."""
+
+
+def damages_for(url: str, *, whole_store: bool = True) -> list[str]:
+    """The damage kinds that apply to the store at ``url`` (``whole_store``: with those to the whole store)."""
     sqlite = url.startswith("sqlite:")
-    return [name for name in DAMAGES if sqlite or name not in SQLITE_ONLY]
+    return [
+        name
+        for name in DAMAGES
+        if (sqlite or name not in SQLITE_ONLY) and (whole_store or name not in WHOLE_STORE)
+    ]

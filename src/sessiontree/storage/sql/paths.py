@@ -140,13 +140,7 @@ class PathReads:
         rows: list[Row] = []
         got: dict[int, Any] = {}
         for r in raw:
-            row = parse_row(r, where)
-            if r[WIDTH] != row.seq:  # the last row with this id is another: ids are not unique
-                raise Damage(
-                    f"{where}: row {row.seq}: its id {row.id!r} is also the id of row {r[WIDTH]}",
-                    seq=row.seq,
-                    entry_id=row.id,
-                )
+            row = self._unique(r)
             rows.append(row)
             if lines:
                 got[row.seq] = r[WIDTH + 1]
@@ -159,6 +153,18 @@ class PathReads:
             self._walks.clear()
         self._walks[stop_depth] = (seq, rows)
         return list(rows), got
+
+    def _unique(self, raw: Sequence[Any]) -> Row:
+        """The ``Row`` of a query row whose next column is the last ``seq`` with its id: ``Damage`` unless that
+        is its own (ids are unique in a session read by its pointers)."""
+        row = parse_row(raw, self._where())
+        if raw[WIDTH] != row.seq:
+            raise Damage(
+                f"{self._where()}: row {row.seq}: its id {row.id!r} is also the id of row {raw[WIDTH]}",
+                seq=row.seq,
+                entry_id=row.id,
+            )
+        return row
 
     def _walk_rows(self, seq: int, stop_depth: int, known: int, *, lines: bool) -> list[tuple[Any, ...]]:
         """The walk in SQL, ending at depth ``stop_depth``, at the row ``known``, or after as many steps as
@@ -264,10 +270,11 @@ class PathReads:
             return []
         marks = ",".join("?" * len(seqs))
         found = self.conn.query(
-            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq",
+            f"SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id = e.session_id AND "
+            f"x.id = e.id), line FROM st_entries e WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq",
             (self.session_id, *seqs),
         )
-        rows = [(parse_row(r, self._where()), r[WIDTH]) for r in found]
+        rows = [(self._unique(r), r[WIDTH + 1]) for r in found]
         missing = sorted(set(seqs) - {row.seq for row, _ in rows})
         if missing:
             raise Damage(

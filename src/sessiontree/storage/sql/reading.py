@@ -197,8 +197,14 @@ class SessionReads(PathReads, SessionIndex):
         problem = damage.problem()
         if not damage.in_lines and all(p.message != problem.message for p in self._damage):
             self._damage.append(problem)
-        self._irregular = True
-        self._walks.clear()
+        self._read_from_lines()
+
+    def _read_from_lines(self) -> None:
+        """Every read from now on goes through the lines; the manager reads labels and cycles again."""
+        if not self._irregular:
+            self._irregular = True
+            self._walks.clear()
+            self._generation += 1
 
     def _checked(self, by_pointers: Callable[[], T], whole: Callable[[LocalIndex], T]) -> T:
         """``by_pointers()``, or the same read from the lines when the session cannot be read by its pointers
@@ -260,8 +266,7 @@ class SessionReads(PathReads, SessionIndex):
             store = LoadedSession(self.conn, self.session_id, self._header, str(self.location), first_line)
             self._loaded, self._loaded_at = LocalIndex(store), self._count
             if any(not p.is_note for p in store.problems):
-                self._irregular = True
-                self._walks.clear()
+                self._read_from_lines()
         return self._loaded
 
     def _row_by_id(self, entry_id: str) -> tuple[Row, Any] | None:
