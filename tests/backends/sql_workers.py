@@ -210,13 +210,14 @@ def set_up(url: str, log_path: str, start_at: float) -> None:
 
 
 def open_fresh(urls: Sequence[str], log_path: str, start_at: float, gap: float) -> None:
-    """Open each of ``urls`` (new, empty SQLite files) at ``start_at + k * gap``, when the other workers
-    open it too, recording what happened: a store opened, or the error it raised."""
+    """Set up each of ``urls`` (new SQLite files: a read creates none) at ``start_at + k * gap``, when the
+    other workers do too, recording what happened: a store opened, or the error it raised."""
     log = Log(log_path)
     for k, url in enumerate(urls):
         _sleep_until(start_at + k * gap)
         try:
             with open_repo(url) as repo:
+                repo.setup()
                 log.write(ev="opened", url=url, version=repo.schema_version())  # type: ignore[attr-defined]
         except Exception as exc:  # the test reports every failure, not the first
             log.write(ev="error", url=url, error=f"{type(exc).__name__}: {exc}")

@@ -25,7 +25,6 @@ from ._common import (
     flag,
     handled,
     json_flag,
-    open_session,
     say,
     session_path,
 )
@@ -50,7 +49,7 @@ def check_cmd(
     """Report every problem the loader finds (read-only); exit 1 when the file is damaged."""
     from sessiontree.format.entries import session_header
     from sessiontree.format.ids import iso_from_ms, now_ms, uuid7
-    from sessiontree.session.check import check_session_file
+    from sessiontree.session.check import check_session_file, check_stored_session
 
     from ..storage.repair import RepairReport, repair_session_file
 
@@ -59,15 +58,12 @@ def check_cmd(
     path = session_path(file)
     report: Any = None
     with handled():
-        if isinstance(path, StoreTarget):  # a database session: what the store reports on reading it
+        if isinstance(path, StoreTarget):  # a database session: its lines and every row checked
             if repair:
                 fail(
-                    "--repair mends session files; a database store holds no torn or damaged lines",
-                    EXIT_USAGE,
+                    "--repair mends session files; copy a damaged stored session out to repair it", EXIT_USAGE
                 )
-            manager = open_session(path, read_only=True)
-            problems = manager.problems
-            manager.close()
+            problems = check_stored_session(path.url, path.session_id)
         else:
             problems = check_session_file(path)
             if repair and not any(_needs_repair(p) for p in problems):

@@ -1,7 +1,8 @@
-"""``check``: every problem of a session file, found without changing it (no lock, no write).
+"""``check``: every problem of a session file or of a session in a database store, found without changing it
+(no lock, no write).
 
-What the store reports on loading plus the cycles a tree walk finds; above both, so that storage never
-reaches up to the tree.
+For a file: what the store reports on loading plus the cycles a tree walk finds. For a database store: the
+same for its lines, and every row whose columns disagree with them (``SqlRepo.check``).
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sessiontree.errors import CorruptSessionError
+from sessiontree.errors import CorruptSessionError, SessionError
 from sessiontree.storage import JsonlStore, Problem
 from sessiontree.tree.tree_index import TreeIndex
 
-__all__ = ["check_session_file", "no_header_problem"]
+__all__ = ["check_session_file", "check_stored_session", "no_header_problem"]
 
 
 def no_header_problem(store: JsonlStore, file: Path) -> Problem:
@@ -38,3 +39,17 @@ def check_session_file(path: str | Path) -> list[Problem]:
         tree = TreeIndex(store)
         tree.find_cycles()
         return [*store.problems, *tree.problems]
+
+
+def check_stored_session(url: str, session_id: str) -> list[Problem]:
+    """Every problem of the session ``session_id`` in the database store ``url`` (read-only)."""
+    from sessiontree.session.store_access import shared_repo
+    from sessiontree.storage.sql.repository import SqlRepo
+
+    repo = shared_repo(url)
+    if not isinstance(repo, SqlRepo):
+        raise SessionError(f"{url}: not a database store", kind="invalid_argument")
+    try:
+        return repo.check(session_id)
+    except CorruptSessionError as exc:  # its stored header: nothing else can be read
+        return [Problem("bad_header", exc.line, str(exc))]

@@ -169,7 +169,7 @@ class ManagerReads:
 
     def _check_references(self) -> None:
         index = self._index
-        where = str(index.path) if index.path else "<memory>"
+        where = index.location or "<memory>"
         for target in self._labels:
             if not index.contains(target):
                 self._extra_problems.append(

@@ -34,6 +34,7 @@ from sessiontree.storage.session_dirs import (
     resolve_cwd,
     session_file_name,
 )
+from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.session_index import SessionIndex
 
 __all__ = ["JsonlRepo", "ManagedSession", "ManagerClass", "MemoryRepo", "Repo", "SearchHit", "file_lines"]
@@ -290,7 +291,7 @@ class JsonlRepo(Repo[M]):
         header = _json.first_object(header_block)
         if header is None or not isinstance(header.get("id"), str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
-        sid = str(header["id"])
+        sid = storable_session_id(header["id"], self.url)
         cwd = header.get("cwd")
         directory = self._directory(cwd if isinstance(cwd, str) else os.getcwd())
         stamp = header.get("timestamp")
@@ -414,6 +415,7 @@ class MemoryRepo(Repo[M]):
         header = _json.first_object(header_block)
         if header is None or not isinstance(header.get("id"), str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
+        storable_session_id(header["id"], self.url)
         cwd = header.get("cwd")
         manager = self._add(
             MemoryStore(header=header, entries=list(lines)), cwd if isinstance(cwd, str) else "", {}

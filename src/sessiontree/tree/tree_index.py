@@ -300,7 +300,12 @@ class TreeIndex:
             return
         self._reported.add(("cycle", entry_id))
         line = self.store.line_of(i)
-        where = str(self.store.path) if self.store.path is not None else "<memory>"
+        # a store without a file may name where it lives (a database store's session: its URL)
+        where = (
+            str(self.store.path)
+            if self.store.path is not None
+            else getattr(self.store, "location", "<memory>")
+        )
         self.problems.append(
             Problem(
                 "cycle",

@@ -41,6 +41,7 @@ from sessiontree.storage.sql.conn import (
     Row,
     storage_error,
 )
+from sessiontree.storage.sql.files import open_sqlite
 from sessiontree.storage.sql.postgres import PgConn, open_pool
 
 __all__ = [
@@ -184,13 +185,12 @@ class SqliteConn(Conn):
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: str, display: str, *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str, display: str, *, synchronous: str = "FULL", create: bool = True) -> None:
         self.display = display
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db = open_sqlite(path, display, create=create, timeout=30)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             _enter_wal(self._db)
             self._db.execute(f"PRAGMA synchronous = {synchronous}")
@@ -313,10 +313,11 @@ class Database:
         self._epoch = 0  # how many server connections the pool has made
         self.remote = parsed.dialect == "postgresql"
 
-    def connect(self) -> Conn:
-        """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL)."""
+    def connect(self, *, create: bool = True) -> Conn:
+        """A connection of its own (SQLite) or a handle on the shared pool (PostgreSQL); without ``create``, a
+        SQLite store whose file does not exist is ``SessionNotFoundError`` (nothing is created)."""
         if self.dialect == "sqlite":
-            return SqliteConn(self._target, self.display, synchronous=self.synchronous)
+            return SqliteConn(self._target, self.display, synchronous=self.synchronous, create=create)
         return PgConn(self._shared_pool(), self.display, lambda: self._epoch)
 
     def _shared_pool(self) -> Any:

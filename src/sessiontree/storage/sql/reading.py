@@ -9,16 +9,28 @@ pointers cannot be trusted (an imported file with duplicate ids or late parents)
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Self
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Self, TypeVar
 
-from sessiontree.errors import SessionError
-from sessiontree.format import pi_json as _json
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Conn, Database
-from sessiontree.storage.sql.loaded import LoadedSession, strip_cr
-from sessiontree.storage.sql.text import key, unkey
+from sessiontree.storage.sql.loaded import LoadedSession
+from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers
+from sessiontree.storage.sql.rows import (
+    ROW_COLUMNS,
+    WIDTH,
+    Damage,
+    Row,
+    as_bytes,
+    as_int,
+    as_opt_int,
+    as_opt_text,
+    as_text,
+    parse_row,
+)
+from sessiontree.storage.sql.session_row import SessionRow, parse_session_row
+from sessiontree.storage.sql.text import key
+from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem
 from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
 from sessiontree.tree.tree_index import TreeNode
@@ -26,25 +38,30 @@ from sessiontree.tree.tree_index import TreeNode
 __all__ = ["Entry", "Pointers", "SessionReads"]
 
 Entry = dict[str, Any]
-_CACHE = 32_768
-"""Decoded entries (and ids' pointers) a session keeps; when full, it starts again. A path longer than this
-is decoded again on every read, so it is sized for the long paths adapters read whole (the Agents SDK's
-``get_items``: 10k items are 10k entries) while bounding a server's memory per open session."""
-_BATCH = 256
-
-# (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
-Pointers = tuple[int, int, int | None, int | None, int | None, int | None]
+T = TypeVar("T")
 _POINTERS = "seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq"
+_LOAD = (
+    "SELECT s.header, s.irregular, s.problems, s.name, s.message_count, s.first_message, s.modified_ms, "
+    "s.entry_count, " + ", ".join(f"e.{c.strip()}" for c in ROW_COLUMNS.split(",")) + ", e.line "
+    "FROM st_sessions s LEFT JOIN st_entries e ON e.session_id = s.id "
+    "AND e.seq = (SELECT MAX(seq) FROM st_entries WHERE session_id = ?) WHERE s.id = ?"
+)
 
 
-class SessionReads(SessionIndex):
-    """The read side of a SQL session: its row, its entries by id and sequence, paths, contexts and tree."""
+class SessionReads(PathReads, SessionIndex):
+    """The read side of a SQL session: its row, its entries by id and sequence, paths, contexts and tree.
+
+    Reads follow the pointer columns and check every row they use (``rows.py``, ``paths.py``); once one
+    disagrees with its line or with the rows it points at, the session is read from its lines alone, as a
+    file is (``loaded.py``), and ``problems`` says what was found. A writer then marks the session row so
+    that every later reader does the same.
+    """
 
     atomic = True
 
     def __init__(self, db: Database, session_id: str, *, read_only: bool) -> None:
         self.db = db
-        self.conn: Conn = db.connect()
+        self.conn: Conn = db.connect(create=not read_only)
         self.session_id = session_id
         self.path = None
         self.read_only = read_only
@@ -56,12 +73,15 @@ class SessionReads(SessionIndex):
         self._last: tuple[str, str, str | None] | None = None
         self._irregular = False
         self._import_problems: list[Problem] = []
+        self._row_problems: list[Problem] = []  # what is wrong with the session row (not its entries)
+        self._damage: list[Problem] = []  # rows found disagreeing with their lines, by the reads
         self._generation = 0
         self._pointers: dict[str, Pointers] = {}
         self._entries: dict[int, Entry] = {}
-        self._walks: dict[int, tuple[int, list[tuple[Any, ...]]]] = {}  # stop depth → last walk (see _walk)
+        self._walks: dict[int, tuple[int, list[Row]]] = {}  # stop depth → last walk (see _walk)
         self._absent: set[str] = set()
         self._loaded: LocalIndex | None = None
+        self._loaded_at = -1  # the row count the whole view was read at
         self._labels: list[Entry] | None = None  # label and session_info entries, once read
         self._present: set[str] = set()  # ids known to exist (the targets of labels)
         self._appended: list[str] = []  # ids appended in the open transaction
@@ -73,52 +93,128 @@ class SessionReads(SessionIndex):
     # -- construction ----------------------------------------------------------------------------------
     @classmethod
     def open(cls, db: Database, session_id: str, *, read_only: bool = False) -> Self:
-        """An existing session (``SessionNotFoundError`` when there is none with this id)."""
+        """An existing session (``SessionNotFoundError`` when there is none with this id,
+        ``CorruptSessionError`` when its stored header is not one)."""
         from sessiontree.errors import SessionNotFoundError
 
         session = cls(db, session_id, read_only=read_only)
-        if not session._load():
+        try:
+            found = session._load()
+        except BaseException:
+            session.close()
+            raise
+        if not found:
             session.close()
             raise SessionNotFoundError(f"Session not found: {db.display}#{session_id}")
         return session
 
     @classmethod
     def new(cls, db: Database, header: Mapping[str, Any], header_line: bytes | None = None) -> Self:
-        """A session that exists once its first entry is written (the header goes with it)."""
-        session = cls(db, str(header["id"]), read_only=False)
+        """A session that exists once its first entry is written (the header goes with it); its id must be
+        one every store can name (``storable_session_id``)."""
+        session_id = storable_session_id(header.get("id"), db.display)
+        session = cls(db, session_id, read_only=False)
         session._header = dict(header)
         session._header_line = header_line
         return session
 
     def _load(self) -> bool:
-        row = self.conn.query_one(
-            "SELECT header, irregular, problems, name, message_count, first_message, modified_ms "
-            "FROM st_sessions WHERE id = ?",
-            (self.session_id,),
-        )
-        if row is None:
+        """Read the session row and its last entry row (one statement: one snapshot of both)."""
+        found = self.conn.query_one(_LOAD, (self.session_id, self.session_id))
+        if found is None:
             return False
-        header_block, irregular, problems, name, messages, first, modified = row
-        self._header_line = bytes(header_block)
-        self._header = _json.first_object(self._header_line)
+        stored: SessionRow = parse_session_row(found, self.session_id, str(self.location))
+        self._header_line, self._header = stored.header_line, stored.header
         self._exists = True
-        self._irregular = bool(irregular)
-        self._import_problems = [Problem(**p) for p in json.loads(problems)] if problems else []
-        self._info.name, self._info.message_count, self._info.first_message = name, int(messages), first
-        self._info.last_activity = float(modified) if modified is not None else None
-        last = self.conn.query_one(
-            "SELECT seq, id, type, target_id FROM st_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-            (self.session_id,),
+        self._import_problems = stored.import_problems
+        self._row_problems = stored.problems
+        info = self._info
+        info.name, info.message_count, info.first_message = (
+            stored.name,
+            stored.message_count,
+            stored.first_message,
         )
-        self._count = int(last[0]) if last else 0
-        self._last = (str(unkey(last[1])), str(unkey(last[2])), unkey(last[3])) if last else None
+        info.last_activity = stored.last_activity
         self._pointers.clear()
         self._entries.clear()
         self._walks.clear()
         self._absent.clear()
         self._loaded = None
         self._labels = None
+        self._irregular = stored.irregular or bool(self._damage)
+        self._count, self._last = 0, None
+        if found[8] is None:
+            if stored.entry_count:
+                self._distrust(
+                    Damage(
+                        f"{self.location}: the session row counts {stored.entry_count} entries, "
+                        "but no entry rows are stored"
+                    )
+                )
+            return True
+        try:
+            last = parse_row(found[8:], str(self.location))
+            self._count = last.seq
+            self._decode_row(last, found[8 + WIDTH])
+            self._last = (last.id, last.type, last.target_id)
+            if stored.entry_count != last.seq:
+                raise Damage(
+                    f"{self.location}: the session row counts {stored.entry_count} entries, but the last entry row "
+                    f"is row {last.seq}"
+                )
+        except Damage as exc:
+            self._count = max(self._count, as_opt_int_or_zero(found[8]))
+            self._distrust(exc)
         return True
+
+    def check(self) -> list[Problem]:
+        """Every problem of the stored session, found by reading all of it in one snapshot (read-only): what
+        its file's check finds, and every row and session-row column that disagrees with its lines."""
+        from sessiontree.errors import SessionNotFoundError
+        from sessiontree.storage.sql.verify import check_pointers
+
+        where = str(self.location)
+        with self.conn.transaction(write=False):
+            if self.conn.dialect == "postgresql":
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            found = self.conn.query_one(_LOAD, (self.session_id, self.session_id))
+            if found is None:
+                raise SessionNotFoundError(f"Session not found: {where}")
+            stored = parse_session_row(found, self.session_id, where)
+            first_line = stored.header_line.count(b"\n") + 2
+            whole = LocalIndex(LoadedSession(self.conn, self.session_id, stored.header, where, first_line))
+            return [
+                *stored.import_problems,
+                *stored.problems,
+                *whole.problems,
+                *check_pointers(self.conn, self.session_id, where, stored),
+                *whole.cycle_problems(),
+            ]
+
+    # -- damage ----------------------------------------------------------------------------------------
+    def _distrust(self, damage: Damage) -> None:
+        """Read this session from its lines from now on, and record ``damage`` unless that read reports it."""
+        problem = damage.problem()
+        if not damage.in_lines and all(p.message != problem.message for p in self._damage):
+            self._damage.append(problem)
+        self._read_from_lines()
+
+    def _read_from_lines(self) -> None:
+        """Every read from now on goes through the lines; the manager reads labels and cycles again."""
+        if not self._irregular:
+            self._irregular = True
+            self._walks.clear()
+            self._generation += 1
+
+    def _checked(self, by_pointers: Callable[[], T], whole: Callable[[LocalIndex], T]) -> T:
+        """``by_pointers()``, or the same read from the lines when the session cannot be read by its pointers
+        (or ``by_pointers`` finds it cannot)."""
+        if not self._irregular:
+            try:
+                return by_pointers()
+            except Damage as exc:
+                self._distrust(exc)
+        return whole(self._whole())
 
     # -- properties ------------------------------------------------------------------------------------
     @property
@@ -141,9 +237,10 @@ class SessionReads(SessionIndex):
 
     @property
     def problems(self) -> list[Problem]:
+        known = [*self._import_problems, *self._row_problems, *self._damage]
         if self._irregular:
-            return [*self._import_problems, *self._whole().problems]
-        return list(self._import_problems)
+            return [*known, *self._whole().problems]
+        return known
 
     @property
     def generation(self) -> int:
@@ -162,189 +259,110 @@ class SessionReads(SessionIndex):
         return False
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._whole().store) if self._irregular else self._count
 
     # -- reads -----------------------------------------------------------------------------------------
     def _whole(self) -> LocalIndex:
-        """The session loaded whole (for the tree, and for every read of an irregular session)."""
-        if self._loaded is None or len(self._loaded.store) != self._count:
-            self._loaded = LocalIndex(LoadedSession(self.conn, self.session_id, self._header))
+        """The session read from its lines (for the tree, and for every read of an irregular session); when
+        that finds anything wrong, every read goes this way from then on."""
+        if self._loaded is None or self._loaded_at != self._count:
+            block = self._header_line or b""
+            first_line = block.count(b"\n") + 2
+            store = LoadedSession(self.conn, self.session_id, self._header, str(self.location), first_line)
+            self._loaded, self._loaded_at = LocalIndex(store), self._count
+            if any(not p.is_note for p in store.problems):
+                self._read_from_lines()
         return self._loaded
 
-    def _decode(self, seq: int, line: Any) -> Entry:
-        entry = self._entries.get(seq)
-        if entry is None:
-            value = _json.loads(bytes(line))
-            if not isinstance(value, dict):
-                raise SessionError(f"{self.location}: entry {seq} is not an object", kind="invalid_session")
-            entry = value
-            if len(self._entries) >= _CACHE:
-                self._entries.clear()
-            self._entries[seq] = entry
-        return entry
-
-    def _by_id(self, entry_id: str) -> tuple[int, Any] | None:
-        """``(seq, line)`` of the last entry with this id."""
+    def _row_by_id(self, entry_id: str) -> tuple[Row, Any] | None:
+        """The last row with this id, and its line."""
         if entry_id in self._absent:
             return None
-        row = self.conn.query_one(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+        found = self.conn.query_one(
+            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
-        if row is None:
-            if len(self._absent) >= _CACHE:
+        if found is None:
+            if len(self._absent) >= CACHE:
                 self._absent.clear()
             self._absent.add(entry_id)
             return None
-        return int(row[0]), row[1]
+        return parse_row(found, str(self.location)), found[WIDTH]
+
+    def _by_id(self, entry_id: str) -> tuple[int, Any] | None:
+        """``(seq, line)`` of the last entry with this id (``None`` also when its row is damaged: the session
+        is then read from its lines)."""
+        try:
+            found = self._row_by_id(entry_id)
+        except Damage as exc:
+            self._distrust(exc)
+            return None
+        return None if found is None else (found[0].seq, found[1])
 
     def last_leaf(self) -> str | None:
+        if self._irregular:
+            return self._whole().last_leaf()
         if self._last is None:
             return None
         entry_id, kind, target = self._last
         return target if kind == "leaf" else entry_id
 
     def contains(self, entry_id: str) -> bool:
-        if entry_id in self._pointers or entry_id in self._present:
+        if not self._irregular and (entry_id in self._pointers or entry_id in self._present):
             return True
-        return self._by_id(entry_id) is not None
+        return self._checked(lambda: self._row_by_id(entry_id) is not None, lambda w: w.contains(entry_id))
 
     def position(self, entry_id: str) -> int | None:
-        found = self._by_id(entry_id)
-        return None if found is None else found[0] - 1
+        def by_pointers() -> int | None:
+            found = self._row_by_id(entry_id)
+            return None if found is None else found[0].seq - 1
+
+        return self._checked(by_pointers, lambda w: w.position(entry_id))
 
     def get_entry(self, entry_id: str) -> Entry | None:
-        found = self._by_id(entry_id)
-        return None if found is None else self._decode(*found)
+        def by_pointers() -> Entry | None:
+            found = self._row_by_id(entry_id)
+            return None if found is None else self._decode_row(*found)
+
+        return self._checked(by_pointers, lambda w: w.get_entry(entry_id))
 
     def entries(self) -> list[Entry]:
-        rows = self.conn.query(
-            "SELECT seq, line FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
-        )
-        return [self._decode(int(seq), line) for seq, line in rows]
+        def by_pointers() -> list[Entry]:
+            rows = self.conn.query(
+                f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? ORDER BY seq",
+                (self.session_id,),
+            )
+            out = []
+            for n, raw in enumerate(rows, start=1):
+                row = parse_row(raw, str(self.location))
+                if row.seq != n:
+                    raise Damage(
+                        f"{self.location}: row {n} is missing (the next stored row is {row.seq})", seq=n
+                    )
+                out.append(self._decode_row(row, raw[WIDTH]))
+            return out
+
+        return self._checked(by_pointers, lambda w: w.entries())
 
     def ids_starting_with(self, prefix: str) -> list[str]:
-        if key(prefix) != prefix:  # a prefix with a lone surrogate: compare the real ids
-            return [i for i in dict.fromkeys(self.envelopes()[0]) if i.startswith(prefix)]
-        rows = self.conn.query(
-            "SELECT id FROM st_entries WHERE session_id = ? AND substr(id, 1, ?) = ? ORDER BY seq",
-            (self.session_id, len(prefix), prefix),
-        )
-        return list(dict.fromkeys(str(unkey(r[0])) for r in rows))
-
-    def _walk(self, seq: int, stop_depth: int, *, lines: bool) -> list[tuple[Any, ...]]:
-        """Rows from the root side down to ``seq``: its ancestors up to depth ``stop_depth``, root first.
-
-        A row never changes once written (its parent is a ``seq``, fixed at insert), so the last walk to
-        each depth is kept and the next one stops where it joins it: after a turn appended a few entries
-        the context reads those few rows, not the whole path again. The kept rows hold no lines (decoded
-        entries are cached by ``seq``; the others are fetched in batches), so a long path is walked whole.
-        """
-        memo = self._walks.get(stop_depth)
-        if memo is not None and memo[0] == seq:
-            return list(memo[1])
-        known = memo[0] if memo is not None and len(memo[1]) <= _CACHE // 2 else -1
-        rows = self._walk_rows(seq, stop_depth, known, lines=lines)
-        if memo is not None and rows and int(rows[0][0]) == known:
-            rows = [*memo[1][:-1], *rows]
-        if len(self._walks) >= 4:
-            self._walks.clear()
-        self._walks[stop_depth] = (seq, [r[:4] for r in rows])
-        return rows
-
-    def _walk_rows(self, seq: int, stop_depth: int, known: int, *, lines: bool) -> list[tuple[Any, ...]]:
-        """The walk in SQL, ending at depth ``stop_depth`` or at the row ``known``, whichever comes first.
-
-        The columns travel through the recursion (one primary-key lookup per step): joining the walk back
-        to the table let PostgreSQL hash the whole session when its statistics were off (a fresh import).
-        """
-        columns = "seq, parent_seq, depth, id, type, parent_id" + (", line" if lines else "")
-        picked = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
-        return self.conn.query(
-            f"WITH RECURSIVE p({columns}) AS ("
-            f" SELECT {columns} FROM st_entries WHERE session_id = ? AND seq = ?"
-            " UNION ALL"
-            f" SELECT {picked} FROM st_entries e JOIN p"
-            " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ? AND p.seq <> ?"
-            f") SELECT seq, id, type, parent_id{', line' if lines else ''} FROM p ORDER BY depth",
-            (self.session_id, seq, self.session_id, stop_depth, known),
-        )
-
-    def _view(self, rows: Sequence[tuple[Any, ...]]) -> PathView:
-        seqs = [int(r[0]) for r in rows]
-        lines = {int(r[0]): r[4] for r in rows if len(r) > 4}
-
-        def load(i: int) -> Entry:
-            seq = seqs[i]
-            if seq in self._entries:
-                return self._entries[seq]
-            if seq not in lines:  # fetch this line and the next ones in one query
-                batch = [s for s in seqs[i : i + _BATCH] if s not in self._entries and s not in lines]
-                marks = ",".join("?" * len(batch))
-                for got, line in self.conn.query(
-                    f"SELECT seq, line FROM st_entries WHERE session_id = ? AND seq IN ({marks})",
-                    (self.session_id, *batch),
-                ):
-                    lines[int(got)] = line
-            return self._decode(seq, lines.pop(seq))
-
-        def raw(i: int) -> bytes:
-            row = self.conn.query_one(
-                "SELECT line FROM st_entries WHERE session_id = ? AND seq = ?", (self.session_id, seqs[i])
+        def by_pointers() -> list[str]:
+            if key(prefix) != prefix:  # a prefix with a lone surrogate: compare the real ids
+                return [i for i in dict.fromkeys(self.envelopes()[0]) if i.startswith(prefix)]
+            rows = self.conn.query(
+                "SELECT id FROM st_entries WHERE session_id = ? AND substr(id, 1, ?) = ? ORDER BY seq",
+                (self.session_id, len(prefix), prefix),
             )
-            assert row is not None
-            return strip_cr(bytes(row[0]))
+            return list(dict.fromkeys(as_text(r[0], f"{self.location}: an id") for r in rows))
 
-        ids = [str(unkey(r[1])) for r in rows]
-        return PathView(ids, [str(unkey(r[2])) for r in rows], [unkey(r[3]) for r in rows], load, raw)
+        return self._checked(by_pointers, lambda w: w.ids_starting_with(prefix))
 
     def path_view(self, leaf_id: str | None) -> PathView:
-        if self._irregular:
-            return self._whole().path_view(leaf_id)
-        found = None if leaf_id is None else self._by_id(leaf_id)
-        if found is None:
-            return self._view([])
-        return self._view(self._walk(found[0], 0, lines=False))
+        return self._checked(lambda: self._pointer_path(leaf_id), lambda w: w.path_view(leaf_id))
 
     def context_view(self, leaf_id: str | None) -> PathView:
-        if self._irregular:
-            return self._whole().context_view(leaf_id)
-        pointers = None if leaf_id is None else self._pointers_of(leaf_id)
-        if pointers is None:
-            return self._view([])
-        seq, _, compaction, model, thinking, tools = pointers
-        if compaction is None:
-            return self._view(self._walk(seq, 0, lines=True))
-        comp_row = self.conn.query_one(
-            "SELECT depth, line FROM st_entries WHERE session_id = ? AND seq = ?",
-            (self.session_id, compaction),
-        )
-        assert comp_row is not None
-        comp_depth = int(comp_row[0])
-        comp_entry = self._decode(compaction, comp_row[1])
-        stop = comp_depth
-        first_kept = comp_entry.get("firstKeptEntryId")
-        kept_depth: int | None = None
-        if not isinstance(comp_entry.get("retainedTail"), list) and isinstance(first_kept, str):
-            kept = self._pointers_of(first_kept)
-            if kept is not None and kept[1] < comp_depth:
-                kept_depth = stop = kept[1]
-        rows = self._walk(seq, stop, lines=True)
-        if kept_depth is not None and rows and rows[0][1] != first_kept:
-            rows = rows[comp_depth - kept_depth :]  # firstKeptEntryId is not on this path: nothing kept
-        present = {int(r[0]) for r in rows}
-        extra = sorted({s for s in (model, thinking, tools) if s is not None and s not in present})
-        if extra:
-            marks = ",".join("?" * len(extra))
-            before = self.conn.query(
-                f"SELECT seq, id, type, parent_id, line FROM st_entries WHERE session_id = ? AND seq IN ({marks})"
-                " ORDER BY depth",
-                (self.session_id, *extra),
-            )
-            rows = [*before, *rows]
-        return self._view(rows)
+        return self._checked(lambda: self._pointer_context(leaf_id), lambda w: w.context_view(leaf_id))
 
-    def _pointers_of(self, entry_id: str) -> Pointers | None:
+    def _pointers_strict(self, entry_id: str) -> Pointers | None:
         cached = self._pointers.get(entry_id)
         if cached is not None:
             return cached
@@ -354,25 +372,43 @@ class SessionReads(SessionIndex):
         )
         if row is None:
             return None
-        pointers: Pointers = (int(row[0]), int(row[1]), row[2], row[3], row[4], row[5])
+        at = f"{self.location}: entry {entry_id!r}:"
+        pointers: Pointers = (
+            as_int(row[0], f"{at} seq"),
+            as_int(row[1], f"{at} depth"),
+            as_opt_int(row[2], f"{at} compaction_seq"),
+            as_opt_int(row[3], f"{at} model_seq"),
+            as_opt_int(row[4], f"{at} thinking_seq"),
+            as_opt_int(row[5], f"{at} tools_seq"),
+        )
         self._remember(entry_id, pointers)
         return pointers
 
+    def _pointers_of(self, entry_id: str) -> Pointers | None:
+        """The pointers of the last entry with this id (``None`` also when its row is damaged: the session is
+        then read from its lines)."""
+        try:
+            return self._pointers_strict(entry_id)
+        except Damage as exc:
+            self._distrust(exc)
+            return None
+
     def _remember(self, entry_id: str, pointers: Pointers) -> None:
-        if len(self._pointers) >= _CACHE:
+        if len(self._pointers) >= CACHE:
             self._pointers.clear()
         self._pointers[entry_id] = pointers
 
     def children(self, entry_id: str) -> list[Entry]:
-        if self._irregular:
-            return self._whole().children(entry_id)
-        rows = self.conn.query(
-            # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
-            # entry of the session in key order instead of searching the parent index
-            "SELECT seq, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
-            (self.session_id, key(entry_id)),
-        )
-        return [self._decode(int(seq), line) for seq, line in rows]
+        def by_pointers() -> list[Entry]:
+            rows = self.conn.query(
+                # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
+                # entry of the session in key order instead of searching the parent index
+                f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
+                (self.session_id, key(entry_id)),
+            )
+            return [self._decode_row(parse_row(r, str(self.location)), r[WIDTH]) for r in rows]
+
+        return self._checked(by_pointers, lambda w: w.children(entry_id))
 
     def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
         return self._whole().tree(labels)
@@ -382,39 +418,61 @@ class SessionReads(SessionIndex):
 
     def label_and_name_entries(self) -> list[Entry]:
         if self._labels is None:
-            # two searches of the (session_id, type, seq) index: with "type IN (…) ORDER BY seq" SQLite
-            # walks every entry of the session in primary-key order instead
-            rows = self.conn.query(
-                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
-                "SELECT seq, line FROM st_entries WHERE session_id = ? AND type = 'session_info' ORDER BY seq",
+            self._labels = self._checked(self._pointer_labels, lambda w: w.label_and_name_entries())
+        return list(self._labels)
+
+    def _pointer_labels(self) -> list[Entry]:
+        # two searches of the (session_id, type, seq) index: with "type IN (…) ORDER BY seq" SQLite
+        # walks every entry of the session in primary-key order instead
+        rows = self.conn.query(
+            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
+            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'session_info' "
+            "ORDER BY 1",
+            (self.session_id, self.session_id),
+        )
+        labels = [self._decode_row(parse_row(r, str(self.location)), r[WIDTH]) for r in rows]
+        if any(e.get("type") == "label" for e in labels):
+            # the manager checks that every label's target exists: one query, not one per label
+            found = self.conn.query(
+                "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
+                "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
                 (self.session_id, self.session_id),
             )
-            self._labels = [self._decode(int(seq), line) for seq, line in rows]
-            if any(e.get("type") == "label" for e in self._labels):
-                # the manager checks that every label's target exists: one query, not one per label
-                found = self.conn.query(
-                    "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
-                    "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
-                    (self.session_id, self.session_id),
-                )
-                self._present.update(str(unkey(r[0])) for r in found)
-        return list(self._labels)
+            self._present.update(as_text(r[0], f"{self.location}: an id") for r in found)
+        return labels
 
     def envelopes(self) -> tuple[list[str], list[str | None], list[str]]:
         """Ids, parent ids and types of every entry in append order (one query)."""
-        rows = self.conn.query(
-            "SELECT id, parent_id, type FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
-        )
-        return [str(unkey(r[0])) for r in rows], [unkey(r[1]) for r in rows], [str(unkey(r[2])) for r in rows]
+
+        def by_pointers() -> tuple[list[str], list[str | None], list[str]]:
+            rows = self.conn.query(
+                "SELECT id, parent_id, type FROM st_entries WHERE session_id = ? ORDER BY seq",
+                (self.session_id,),
+            )
+            at = f"{self.location}: a row's"
+            return (
+                [as_text(r[0], f"{at} id") for r in rows],
+                [as_opt_text(r[1], f"{at} parent_id") for r in rows],
+                [as_text(r[2], f"{at} type") for r in rows],
+            )
+
+        return self._checked(by_pointers, lambda w: w.envelopes())
 
     def raw_lines(self) -> Iterator[bytes]:
+        if self._irregular:
+            yield from self._whole().raw_lines()
+            return
         for line in self.exact_lines():
-            yield strip_cr(line)
+            yield line[:-1] if line.endswith(b"\r") else line
 
     def exact_lines(self) -> Iterator[bytes]:
         """Every entry's exact line (a trailing ``\\r`` included, as it was read), in append order."""
         rows = self.conn.query(
-            "SELECT line FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
+            "SELECT seq, line FROM st_entries WHERE session_id = ? ORDER BY seq", (self.session_id,)
         )
-        for (line,) in rows:
-            yield bytes(line)
+        for seq, line in rows:
+            yield as_bytes(line, f"{self.location}: row {seq}: its line")
+
+
+def as_opt_int_or_zero(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -20,10 +20,11 @@ from sessiontree.format.ids import assert_valid_session_id, iso_from_ms, now_ms,
 from sessiontree.storage.repository import M, ManagerClass, Repo
 from sessiontree.storage.search import SearchHit, query_terms, snippet
 from sessiontree.storage.session_dirs import SessionInfo, _dt, resolve_cwd
-from sessiontree.storage.sql.database import Database
-from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate
+from sessiontree.storage.sql.database import Conn, Database
+from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate, refuse_newer
 from sessiontree.storage.sql.session import SqlSession
-from sessiontree.storage.sql.text import display, unkey
+from sessiontree.storage.sql.text import display, key, unkey
+from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem, check_envelope
 
 __all__ = ["SqlRepo"]
@@ -41,27 +42,49 @@ class SqlRepo(Repo[M]):
         self.db = Database(url, **options)
         self.url = url
         self.display = self.db.display
-        self._conn = self.db.connect()
+        self._connection: Conn | None = None  # made on first use: a read of a missing SQLite file makes none
         self._ready = False
+
+    def _conn_for(self, *, create: bool) -> Conn:
+        if self._connection is None:
+            self._connection = self.db.connect(create=create)
+        return self._connection
+
+    @property
+    def _conn(self) -> Conn:
+        return self._conn_for(create=False)
 
     # -- schema ----------------------------------------------------------------------------------------
     def setup(self) -> builtins.list[str]:
-        """Apply the migrations this database lacks; returns their descriptions."""
-        done = migrate(self._conn)
+        """Apply the migrations this database lacks (creating a SQLite file); returns their descriptions."""
+        done = migrate(self._conn_for(create=True))
         self._ready = True
         return [f"{m.version}: {m.description}" for m in done]
 
     def schema_version(self) -> int:
-        """The schema version applied (0 for an empty database)."""
+        """The schema version applied (0 for an empty database; ``SessionNotFoundError`` for a SQLite store
+        whose file does not exist: nothing is created)."""
         return applied_version(self._conn)
 
-    def _ensure(self) -> None:
+    def _ensure(self, *, create: bool = True) -> bool:
+        """Whether the store holds sessions: a store with an older schema is migrated first, one with none is
+        set up only for a write (``create``), and one with a newer schema is refused."""
         if self._ready:
-            return
-        version = applied_version(self._conn)
+            return True
+        conn = self._conn_for(create=create)
+        version = applied_version(conn)
+        refuse_newer(conn, version)
+        if version == 0 and not create:
+            return False  # a read of an empty database: nothing to read, and nothing is created
         if version < SCHEMA_VERSION:
-            migrate(self._conn)
+            migrate(conn)
         self._ready = True
+        return True
+
+    def _readable(self, session_id: str) -> bool:
+        """Whether ``session_id`` can be looked up here (an id no store can hold, e.g. with a NUL or a lone
+        surrogate, is simply not found rather than an error of the database driver)."""
+        return key(session_id) == session_id
 
     # -- sessions --------------------------------------------------------------------------------------
     def _manager(self, index: SqlSession, cwd: str, options: dict[str, Any]) -> M:
@@ -96,7 +119,8 @@ class SqlRepo(Repo[M]):
 
     def resolve(self, ref: str) -> str:
         """The session id ``ref`` names: the id itself, or a unique prefix of at least 4 characters."""
-        self._ensure()
+        if not self._ensure(create=False) or not self._readable(ref):
+            raise SessionNotFoundError(f"Session not found: {self.display}#{ref}")
         if self._conn.query_one("SELECT 1 FROM st_sessions WHERE id = ?", (ref,)) is not None:
             return ref
         if len(ref) >= 4:
@@ -123,7 +147,8 @@ class SqlRepo(Repo[M]):
 
     def list(self, cwd: str | None = None) -> builtins.list[SessionInfo]:
         """Every session (of ``cwd`` when given), newest activity first, from the session rows alone."""
-        self._ensure()
+        if not self._ensure(create=False):
+            return []
         sql = (
             "SELECT id, cwd, name, parent_session, created, modified_ms, message_count, first_message "
             "FROM st_sessions"
@@ -137,27 +162,34 @@ class SqlRepo(Repo[M]):
         return infos
 
     def _info(self, row: tuple[Any, ...]) -> SessionInfo:
+        """A listing's line from a session row (a column a client damaged shows as unknown: a listing never
+        fails for one session's row; ``check`` reports it)."""
         sid, cwd, name, parent, created, modified_ms, messages, first = row
         from sessiontree.format.ids import parse_iso_ms
 
         created_dt = _dt(parse_iso_ms(created)) or datetime.fromtimestamp(0, tz=UTC)
-        modified = _dt(float(modified_ms)) if modified_ms is not None else None
+        number = isinstance(modified_ms, (int, float)) and not isinstance(modified_ms, bool)
+        modified = _dt(float(modified_ms)) if number else None
         return SessionInfo(
             f"{self.display}#{sid}",
             str(sid),
-            cwd or "",
-            name,
-            parent,
+            _text(cwd) or "",
+            _text(name),
+            _text(parent),
             created_dt,
             modified or created_dt,
-            int(messages),
-            first or "(no messages)",
+            messages if isinstance(messages, int) and not isinstance(messages, bool) else 0,
+            _text(first) or "(no messages)",
             "",
         )
 
     def delete(self, session_id: str) -> None:
-        """Remove a session and its entries (a missing session is no error)."""
-        self._ensure()
+        """Remove a session and its entries (a missing session, or store, is no error)."""
+        try:
+            if not self._ensure(create=False) or not self._readable(session_id):
+                return
+        except SessionNotFoundError:  # no such store: nothing to delete (and nothing is created)
+            return
         with self._conn.transaction():
             self._conn.execute("DELETE FROM st_entry_text WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_entries WHERE session_id = ?", (session_id,))
@@ -197,9 +229,18 @@ class SqlRepo(Repo[M]):
             source.close()
         return self._manager(self._spawn(header, lines), target_cwd, options)
 
+    def check(self, session_id: str) -> builtins.list[Problem]:
+        """Every problem of a stored session (``SqlSession.check``; read-only): ``sessiontree check``."""
+        index = SqlSession.open(self.db, self.resolve(session_id), read_only=True)
+        try:
+            return index.check()
+        finally:
+            index.close()
+
     def search(self, text: str, *, cwd: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
         """Entries and session names matching every word of ``text`` (FTS5 / ``tsvector``), best first."""
-        self._ensure()
+        if not self._ensure(create=False):
+            return []
         terms = query_terms(text)
         if not terms:
             return []
@@ -231,11 +272,12 @@ class SqlRepo(Repo[M]):
         self, header_block: bytes, lines: Iterable[bytes], *, problems: Iterable[Problem] = ()
     ) -> str:
         """Store a session from its exact header block and entry lines; returns its id."""
-        self._ensure()
         header = _json.first_object(header_block)
         sid = header.get("id") if header else None
         if not isinstance(sid, str):
             raise SessionError("the source has no session header with an id", kind="invalid_session")
+        storable_session_id(sid, self.display)
+        self._ensure()
         if self._conn.query_one("SELECT 1 FROM st_sessions WHERE id = ?", (sid,)) is not None:
             raise StorageError(f"{self.display}#{sid}: already exists (delete it first, or copy to a new id)")
         assert header is not None
@@ -279,6 +321,12 @@ class SqlRepo(Repo[M]):
 
     def close(self) -> None:
         """Close the repository's own connection and the pool."""
-        with contextlib.suppress(SessionError):
-            self._conn.close()
+        if self._connection is not None:
+            with contextlib.suppress(SessionError):
+                self._connection.close()
+            self._connection = None
         self.db.close()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sessiontree.errors import StorageError
 from sessiontree.storage.sql.database import Conn, Dialect
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate", "refuse_newer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,7 @@ _VERSION_TABLE = (
 _MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7466347285)"  # 'sesstree': one migrator at a time
 
 
-def applied_version(conn: Conn) -> int:
-    """The highest migration applied (0 for an empty database)."""
+def _create_version_table(conn: Conn) -> None:
     if conn.dialect == "postgresql":
         # two CREATE TABLE IF NOT EXISTS at once can both try to create it (a unique violation in the catalog)
         with conn.transaction():
@@ -130,8 +129,36 @@ def applied_version(conn: Conn) -> int:
             conn.execute(_VERSION_TABLE)
     else:
         conn.execute(_VERSION_TABLE)
+
+
+def applied_version(conn: Conn) -> int:
+    """The highest migration applied (0 for an empty database); reads only (nothing is created)."""
+    exists = (
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'st_schema'"
+        if conn.dialect == "sqlite"
+        else "SELECT 1 WHERE to_regclass('st_schema') IS NOT NULL"
+    )
+    if conn.query_one(exists) is None:
+        return 0
     row = conn.query_one("SELECT MAX(version) FROM st_schema")
-    return int(row[0]) if row and row[0] is not None else 0
+    version = row[0] if row else None
+    if version is None:
+        return 0
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise StorageError(
+            f"{conn.display}: the schema version recorded in st_schema is {version!r}, not a number"
+        )
+    return version
+
+
+def refuse_newer(conn: Conn, version: int) -> None:
+    """``StorageError`` when the database's schema is newer than this sessiontree knows (its rows may mean
+    something else): every use of the store, reads too, says so rather than guessing."""
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"{conn.display}: the database has schema version {version}, newer than this sessiontree "
+            f"({SCHEMA_VERSION}); upgrade sessiontree"
+        )
 
 
 def migrate(conn: Conn) -> list[Migration]:
@@ -141,12 +168,9 @@ def migrate(conn: Conn) -> list[Migration]:
     (PostgreSQL serializes them with a transaction-scoped advisory lock, SQLite with ``BEGIN IMMEDIATE``).
     """
     done: list[Migration] = []
+    _create_version_table(conn)
     current = applied_version(conn)
-    if current > SCHEMA_VERSION:
-        raise StorageError(
-            f"{conn.display}: the database has schema version {current}, newer than this sessiontree "
-            f"({SCHEMA_VERSION}); upgrade sessiontree"
-        )
+    refuse_newer(conn, current)
     for migration in MIGRATIONS:
         if migration.version <= current:
             continue
