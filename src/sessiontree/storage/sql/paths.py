@@ -67,11 +67,14 @@ class PathReads:
         """The entry of ``row`` (cached by ``seq``: a row never changes once written), checked."""
         entry = self._entries.get(row.seq)
         if entry is None:
-            try:
-                raw = as_bytes(line, f"{self._where()}: row {row.seq}: its line")
-            except Damage as exc:
-                exc.in_lines = True
-                raise
+            if type(line) is bytes:
+                raw = line
+            else:
+                try:
+                    raw = as_bytes(line, f"{self._where()}: row {row.seq}: its line")
+                except Damage as exc:
+                    exc.in_lines = True
+                    raise
             entry = entry_of(row, raw, self._where())
             if len(self._entries) >= CACHE:
                 self._entries.clear()

@@ -3,8 +3,10 @@ back to the latest compaction, whole paths and the tree on request (``session.py
 
 Reads do not grow with the session: opening reads the session row and the last entry; the context at a leaf
 reads the path back to the latest compaction (to its ``firstKeptEntryId`` without a ``retainedTail``) plus
-the settings entries in force, found through per-entry pointer columns filled at insert time. A session whose
-pointers cannot be trusted (an imported file with duplicate ids or late parents) is read whole, as a file is.
+the settings entries in force, found through per-entry pointer columns filled at insert time. Every row a
+read uses is checked against its line and the rows it points at (``paths.py``); a session whose pointers
+cannot be trusted (an imported file with duplicate ids or late parents, or rows changed behind sessiontree's
+back) is read from its lines, as its file would be (``loaded.py``). ``check`` reads all of it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.loaded import LoadedSession
 from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers
 from sessiontree.storage.sql.rows import (
-    ROW_COLUMNS,
+    KEY_COLUMNS,
     WIDTH,
     Damage,
     Row,
@@ -28,7 +30,7 @@ from sessiontree.storage.sql.rows import (
     as_text,
     parse_row,
 )
-from sessiontree.storage.sql.session_row import SessionRow, parse_session_row
+from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import key
 from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem
@@ -40,12 +42,6 @@ __all__ = ["Entry", "Pointers", "SessionReads"]
 Entry = dict[str, Any]
 T = TypeVar("T")
 _POINTERS = "seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq"
-_LOAD = (
-    "SELECT s.header, s.irregular, s.problems, s.name, s.message_count, s.first_message, s.modified_ms, "
-    "s.entry_count, " + ", ".join(f"e.{c.strip()}" for c in ROW_COLUMNS.split(",")) + ", e.line "
-    "FROM st_sessions s LEFT JOIN st_entries e ON e.session_id = s.id "
-    "AND e.seq = (SELECT MAX(seq) FROM st_entries WHERE session_id = ?) WHERE s.id = ?"
-)
 
 
 class SessionReads(PathReads, SessionIndex):
@@ -63,6 +59,7 @@ class SessionReads(PathReads, SessionIndex):
         self.db = db
         self.conn: Conn = db.connect(create=not read_only)
         self.session_id = session_id
+        self._location = f"{db.display}#{session_id}"
         self.path = None
         self.read_only = read_only
         self.durability = "fsync"
@@ -120,7 +117,7 @@ class SessionReads(PathReads, SessionIndex):
 
     def _load(self) -> bool:
         """Read the session row and its last entry row (one statement: one snapshot of both)."""
-        found = self.conn.query_one(_LOAD, (self.session_id, self.session_id))
+        found = self.conn.query_one(LOAD, (self.session_id, self.session_id))
         if found is None:
             return False
         stored: SessionRow = parse_session_row(found, self.session_id, str(self.location))
@@ -170,26 +167,9 @@ class SessionReads(PathReads, SessionIndex):
     def check(self) -> list[Problem]:
         """Every problem of the stored session, found by reading all of it in one snapshot (read-only): what
         its file's check finds, and every row and session-row column that disagrees with its lines."""
-        from sessiontree.errors import SessionNotFoundError
-        from sessiontree.storage.sql.verify import check_pointers
+        from sessiontree.storage.sql.verify import check_session
 
-        where = str(self.location)
-        with self.conn.transaction(write=False):
-            if self.conn.dialect == "postgresql":
-                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            found = self.conn.query_one(_LOAD, (self.session_id, self.session_id))
-            if found is None:
-                raise SessionNotFoundError(f"Session not found: {where}")
-            stored = parse_session_row(found, self.session_id, where)
-            first_line = stored.header_line.count(b"\n") + 2
-            whole = LocalIndex(LoadedSession(self.conn, self.session_id, stored.header, where, first_line))
-            return [
-                *stored.import_problems,
-                *stored.problems,
-                *whole.problems,
-                *check_pointers(self.conn, self.session_id, where, stored),
-                *whole.cycle_problems(),
-            ]
+        return check_session(self.conn, self.session_id, str(self.location))
 
     # -- damage ----------------------------------------------------------------------------------------
     def _distrust(self, damage: Damage) -> None:
@@ -228,7 +208,10 @@ class SessionReads(PathReads, SessionIndex):
 
     @property
     def location(self) -> str | None:
-        return f"{self.db.display}#{self.session_id}"
+        return self._location
+
+    def _where(self) -> str:
+        return self._location
 
     @property
     def import_problems(self) -> list[Problem]:
@@ -279,7 +262,7 @@ class SessionReads(PathReads, SessionIndex):
         if entry_id in self._absent:
             return None
         found = self.conn.query_one(
-            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if found is None:
@@ -310,7 +293,14 @@ class SessionReads(PathReads, SessionIndex):
     def contains(self, entry_id: str) -> bool:
         if not self._irregular and (entry_id in self._pointers or entry_id in self._present):
             return True
-        return self._checked(lambda: self._row_by_id(entry_id) is not None, lambda w: w.contains(entry_id))
+
+        def by_pointers() -> bool:
+            found = self._row_by_id(entry_id)
+            if found is not None:
+                self._decode_row(*found)  # the row's line says it is that entry
+            return found is not None
+
+        return self._checked(by_pointers, lambda w: w.contains(entry_id))
 
     def position(self, entry_id: str) -> int | None:
         def by_pointers() -> int | None:
@@ -329,7 +319,7 @@ class SessionReads(PathReads, SessionIndex):
     def entries(self) -> list[Entry]:
         def by_pointers() -> list[Entry]:
             rows = self.conn.query(
-                f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? ORDER BY seq",
+                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? ORDER BY seq",
                 (self.session_id,),
             )
             out = []
@@ -337,7 +327,9 @@ class SessionReads(PathReads, SessionIndex):
                 row = parse_row(raw, str(self.location))
                 if row.seq != n:
                     raise Damage(
-                        f"{self.location}: row {n} is missing (the next stored row is {row.seq})", seq=n
+                        f"{self.location}: row {n} is missing (the next stored row is {row.seq})",
+                        seq=n,
+                        in_lines=True,
                     )
                 out.append(self._decode_row(row, raw[WIDTH]))
             return out
@@ -403,7 +395,7 @@ class SessionReads(PathReads, SessionIndex):
             rows = self.conn.query(
                 # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
                 # entry of the session in key order instead of searching the parent index
-                f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
+                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
                 (self.session_id, key(entry_id)),
             )
             return [self._decode_row(parse_row(r, str(self.location)), r[WIDTH]) for r in rows]
@@ -425,8 +417,8 @@ class SessionReads(PathReads, SessionIndex):
         # two searches of the (session_id, type, seq) index: with "type IN (…) ORDER BY seq" SQLite
         # walks every entry of the session in primary-key order instead
         rows = self.conn.query(
-            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
-            f"SELECT {ROW_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'session_info' "
+            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'label' UNION ALL "
+            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND type = 'session_info' "
             "ORDER BY 1",
             (self.session_id, self.session_id),
         )

@@ -10,9 +10,8 @@ queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 from sessiontree.errors import CorruptSessionError
 from sessiontree.format import pi_json as _json
@@ -20,6 +19,7 @@ from sessiontree.storage.sql.text import unkey
 from sessiontree.tree.entry_store import Problem
 
 __all__ = [
+    "KEY_COLUMNS",
     "ROW_COLUMNS",
     "Damage",
     "Row",
@@ -41,6 +41,9 @@ ROW_COLUMNS = (
     "compaction_seq, model_seq, thinking_seq, tools_seq"
 )
 """The columns ``parse_row`` reads, in its order (a query adds ``line`` after them when it wants lines)."""
+KEY_COLUMNS = "seq, NULL, 0, id, type, parent_id, timestamp, target_id, NULL, NULL, NULL, NULL"
+"""``ROW_COLUMNS`` for a read that checks a row's line against its key columns only: no pointers travel
+(the ``Row`` holds none, and depth 0)."""
 WIDTH = 12
 
 
@@ -112,8 +115,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(NamedTuple):
     """One entry row's columns (``ROW_COLUMNS``), typed."""
 
     seq: int
@@ -136,8 +138,36 @@ class Row:
         )
 
 
+_ESCAPED = "\ufffd"  # how an escaped key begins (``text.key``): such a value takes the slow path
+
+
+_INT_TYPES = frozenset({int, type(None)})
+_TEXT_TYPES = frozenset({str, type(None)})
+
+
 def parse_row(raw: Sequence[Any], where: str) -> Row:
     """The first ``WIDTH`` values of a query row as a ``Row`` (``Damage`` naming the column that is wrong)."""
+    seq, parent_seq, depth, entry_id, kind, parent_id, timestamp, target, comp, model, think, tools = raw[
+        :WIDTH
+    ]
+    if (
+        type(seq) is int
+        and type(depth) is int
+        and type(entry_id) is str
+        and type(kind) is str
+        and {type(parent_seq), type(comp), type(model), type(think), type(tools)} <= _INT_TYPES
+        and {type(parent_id), type(timestamp), type(target)} <= _TEXT_TYPES
+        and _ESCAPED
+        not in (entry_id[:1], kind[:1], (parent_id or "")[:1], (timestamp or "")[:1], (target or "")[:1])
+    ):
+        return Row(
+            seq, parent_seq, depth, entry_id, kind, parent_id, timestamp, target, comp, model, think, tools
+        )
+    return _parse_row(raw, where)
+
+
+def _parse_row(raw: Sequence[Any], where: str) -> Row:
+    """``parse_row`` of a row that is not plain: escaped keys unescaped, a wrong type named."""
     try:
         seq = as_int(raw[0], f"{where}: a row's seq")
         at = f"{where}: row {seq}:"
@@ -214,13 +244,31 @@ def disagreements(row: Row, entry: Entry) -> list[str]:
 
 def entry_of(row: Row, line: bytes, where: str) -> Entry:
     """The entry of ``row`` from its line, checked against the row's key columns."""
+    try:
+        entry = decode_line(line, "")
+    except Damage as exc:
+        raise Damage(f"{where}: row {row.seq} (entry {row.id!r}){exc}", in_lines=True) from None
+    kind = entry.get("type")
+    parent = entry.get("parentId")
+    stamp = entry.get("timestamp")
+    if (
+        entry.get("id") == row.id
+        and kind == row.type
+        and kind != "session"
+        and (parent if type(parent) is str else None) == row.parent_id
+        and (stamp if type(stamp) is str else None) == row.timestamp
+        and (row.target_id is None if kind not in ("label", "leaf") else row.target_id == _target(entry))
+    ):
+        return entry
     what = f"{where}: row {row.seq} (entry {row.id!r})"
-    entry = decode_line(line, what)
     wrong = disagreements(row, entry)
-    if wrong:
-        only_target = all(w.startswith("its target_id") for w in wrong)
-        raise Damage(f"{what}: {'; '.join(wrong)}", seq=row.seq, entry_id=row.id, in_lines=not only_target)
-    return entry
+    only_target = all(w.startswith("its target_id") for w in wrong)
+    raise Damage(f"{what}: {'; '.join(wrong)}", seq=row.seq, entry_id=row.id, in_lines=not only_target)
+
+
+def _target(entry: Entry) -> str | None:
+    target = entry.get("targetId")
+    return target if isinstance(target, str) else None
 
 
 def check_path(rows: Sequence[Row], stop_depth: int, where: str, *, joined_at: int | None = None) -> None:

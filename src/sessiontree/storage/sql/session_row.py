@@ -12,10 +12,19 @@ from typing import Any
 from sessiontree.errors import CorruptSessionError
 from sessiontree.format import pi_json as _json
 from sessiontree.storage._fileformat import header_problem
-from sessiontree.storage.sql.rows import Damage, as_bytes
+from sessiontree.storage.sql.rows import ROW_COLUMNS, Damage, as_bytes
 from sessiontree.tree.entry_store import Problem
 
-__all__ = ["SessionRow", "parse_session_row"]
+__all__ = ["LOAD", "SessionRow", "parse_session_row"]
+
+LOAD = (
+    "SELECT s.header, s.irregular, s.problems, s.name, s.message_count, s.first_message, s.modified_ms, "
+    "s.entry_count, " + ", ".join(f"e.{c.strip()}" for c in ROW_COLUMNS.split(",")) + ", e.line "
+    "FROM st_sessions s LEFT JOIN st_entries e ON e.session_id = s.id "
+    "AND e.seq = (SELECT MAX(seq) FROM st_entries WHERE session_id = ?) WHERE s.id = ?"
+)
+"""A session row and its last entry row (``ROW_COLUMNS`` and the line, from column 8) in one statement: one
+snapshot of both. Parameters: the session id twice."""
 
 
 @dataclass(slots=True)

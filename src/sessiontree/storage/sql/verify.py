@@ -14,6 +14,7 @@ from typing import Any
 
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Conn
+from sessiontree.storage.sql.loaded import LoadedSession
 from sessiontree.storage.sql.rows import (
     ROW_COLUMNS,
     WIDTH,
@@ -23,12 +24,13 @@ from sessiontree.storage.sql.rows import (
     parse_row,
     row_problem,
 )
-from sessiontree.storage.sql.session_row import SessionRow
+from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import display
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem
+from sessiontree.tree.session_index import LocalIndex
 
-__all__ = ["check_pointers"]
+__all__ = ["check_pointers", "check_session"]
 
 _BATCH = 512
 _NAMES = ("parent_seq", "depth", "compaction_seq", "model_seq", "thinking_seq", "tools_seq")
@@ -56,6 +58,29 @@ def _rows(conn: Conn, session_id: str) -> Iterator[tuple[Any, ...]]:
         if len(rows) < _BATCH:
             return
         last = rows[-1][0]
+
+
+def check_session(conn: Conn, session_id: str, where: str) -> list[Problem]:
+    """Every problem of the stored session, read in one snapshot (``CorruptSessionError`` when its header is
+    unreadable, as a file's check reports a damaged header)."""
+    from sessiontree.errors import SessionNotFoundError
+
+    with conn.transaction(write=False):
+        if conn.dialect == "postgresql":
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        found = conn.query_one(LOAD, (session_id, session_id))
+        if found is None:
+            raise SessionNotFoundError(f"Session not found: {where}")
+        stored = parse_session_row(found, session_id, where)
+        first_line = stored.header_line.count(b"\n") + 2
+        whole = LocalIndex(LoadedSession(conn, session_id, stored.header, where, first_line))
+        return [
+            *stored.import_problems,
+            *stored.problems,
+            *whole.problems,
+            *check_pointers(conn, session_id, where, stored),
+            *whole.cycle_problems(),
+        ]
 
 
 def _entry(line: Any) -> dict[str, Any] | None:
