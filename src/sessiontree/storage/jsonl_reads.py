@@ -117,8 +117,7 @@ class JsonlReads(IndexedStore):
         distant lines do not read everything between them."""
         if not positions:
             return []
-        span = self._table.span
-        spans = [span(i) for i in positions]
+        spans = self._table.spans_at(positions)
         order = sorted(range(len(spans)), key=spans.__getitem__)
         out: list[memoryview] = [memoryview(b"")] * len(spans)
         group: list[int] = []
