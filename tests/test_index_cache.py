@@ -376,3 +376,16 @@ def test_the_body_cache_holds_at_most_max_bytes(tmp_path: Path, monkeypatch: pyt
     [bodies] = _body_files()
     assert bodies.stat().st_size < 3_000
     assert _snapshot(path) == _uncached(path, monkeypatch)
+
+
+def test_closing_a_store_whose_file_shrank_keeps_no_bodies_and_does_not_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _session_with_odd_values(path)
+    manager = SessionManager.open(path, read_only=True)
+    manager.build_session_context()
+    with path.open("r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+    manager.close()
+    assert _body_files() == []

@@ -21,15 +21,27 @@ def run(*args: str, data: Path) -> str:
 
 
 def test_quick_run_prints_the_table(tmp_path: Path) -> None:
-    table = run(data=tmp_path)
-    for row in ("context messages at the leaf", "first prompt (builds the cache)", "harness overhead per turn",
-                "overhead ratio, largest ÷ smallest", "context rebuilds / extensions"):  # fmt: skip
-        assert row in table
-    assert "500 entries" in table and "2k entries" in table
+    table = run("--stores", "jsonl,sqlite", data=tmp_path)  # PostgreSQL: a cluster to start, left out here
+    for store in ("JSONL file:", "SQLite:"):
+        part = table.split(store, 1)[1]
+        for row in ("context messages at the leaf", "first prompt (builds the cache)", "harness overhead per turn",
+                    "overhead ratio, largest ÷ smallest", "context rebuilds / extensions"):  # fmt: skip
+            assert row in part
+        assert "500 entries" in part and "2k entries" in part
     assert table.splitlines()[-1].startswith("targets: ")
 
 
 def test_quick_run_as_json(tmp_path: Path) -> None:
-    results = json.loads(run("--json", data=tmp_path))
+    document = json.loads(run("--json", "--stores", "jsonl", data=tmp_path))
+    assert document["skipped"] == {}
+    results = document["stores"]["JSONL file"]
     assert [r["entries"] for r in results] == [500, 2000]
     assert all(r["rebuilds"] == 1 and r["extensions"] > 0 for r in results)
+
+
+def test_an_unknown_store_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "harness.py"), "--quick", "--stores", "jsonl,mongo"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--stores" in done.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 __all__ = ["LineTable"]
 
@@ -95,6 +95,29 @@ class LineTable:
             ends = part.ends
             return part.base + (part.first if j == 0 else ends[j - 1] + 1), part.base + ends[j]
         return part.starts[j], part.ends[j]
+
+    def spans_at(self, positions: Sequence[int]) -> list[tuple[int, int]]:
+        """``[span(i) for i in positions]`` in one loop (fastest when the positions mostly ascend)."""
+        firsts, parts, n = self._firsts, self._parts, self._n
+        out: list[tuple[int, int]] = []
+        add = out.append
+        low, high = 0, -1  # the positions the current part holds
+        part: _Chunk | _Explicit | None = None
+        for i in positions:
+            if not low <= i < high:
+                if not 0 <= i < n:
+                    raise IndexError(i)
+                k = bisect_right(firsts, i) - 1
+                part, low = parts[k], firsts[k]
+                high = firsts[k + 1] if k + 1 < len(firsts) else n
+            j = i - low
+            if isinstance(part, _Chunk):
+                ends, base = part.ends, part.base
+                add((base + (part.first if j == 0 else ends[j - 1] + 1), base + ends[j]))
+            else:
+                assert part is not None
+                add((part.starts[j], part.ends[j]))
+        return out
 
     def line(self, i: int) -> int:
         """The 1-based physical line number of entry ``i``."""

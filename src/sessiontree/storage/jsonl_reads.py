@@ -16,7 +16,7 @@ from typing import Any
 
 from sessiontree.tree.entry_store import IndexedStore
 
-from ..errors import StorageError
+from ..errors import SessionError, StorageError
 from . import _fileio, body_cache, index_cache
 from ._lines import LineTable
 
@@ -117,8 +117,7 @@ class JsonlReads(IndexedStore):
         distant lines do not read everything between them."""
         if not positions:
             return []
-        span = self._table.span
-        spans = [span(i) for i in positions]
+        spans = self._table.spans_at(positions)
         order = sorted(range(len(spans)), key=spans.__getitem__)
         out: list[memoryview] = [memoryview(b"")] * len(spans)
         group: list[int] = []
@@ -174,4 +173,7 @@ class JsonlReads(IndexedStore):
         if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
             return
         used = self._bodies.used if self._bodies is not None else set()
-        body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at)
+        try:
+            body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at)
+        except (OSError, SessionError):  # a file that shrank or went away meanwhile: nothing to keep
+            return
