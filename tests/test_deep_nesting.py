@@ -72,3 +72,31 @@ def test_provider_bodies_clean_deep_values_without_recursion() -> None:
     for _ in range(5000):
         node = node["a"][0]
     assert node == {"text": "ok "}
+
+
+def test_a_deep_value_in_a_large_session_opens_and_closes_with_the_caches(tmp_path: Path) -> None:
+    """A session of 1 MiB or more keeps its decoded entries in the body cache at close; an entry nested too
+    deep for msgpack is left out of it, not an error out of close()."""
+    from sessiontree import SessionManager
+
+    header = '{"type":"session","version":3,"id":"big","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}'
+    lines = [header]
+    parent = "null"
+    for n in range(300):
+        text = "x" * 4000
+        lines.append(
+            f'{{"type":"message","id":"m{n}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z",'
+            f'"message":{{"role":"user","content":"{text}","timestamp":1}}}}'
+        )
+        parent = f'"m{n}"'
+    lines.append(
+        f'{{"type":"message","id":"deep","parentId":{parent},"timestamp":"2025-01-01T00:00:02.000Z",'
+        f'"message":{{"role":"user","content":[{{"type":"text","text":"t","extra":{DEEP_OBJECT}}}],"timestamp":1}}}}'
+    )
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 1 << 20
+    for _ in range(2):  # the second open reads through the caches the first one wrote
+        manager = SessionManager.open(path, read_only=True)
+        assert len(manager.build_session_context().messages) == 301
+        manager.close()

@@ -124,7 +124,8 @@ def save(
             for i, raw in zip(part, lines(part), strict=True):
                 try:
                     blob = _ENCODER.encode(_json.loads(raw))
-                except (ValueError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
+                except (ValueError, msgspec.EncodeError, OverflowError, UnicodeEncodeError, RecursionError):
+                    # not kept: text msgpack cannot hold, or a value nested deeper than its encoder goes
                     continue
                 total += len(blob)
                 if total > MAX_BYTES:
