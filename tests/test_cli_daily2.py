@@ -111,6 +111,18 @@ def test_db_help_lists_its_actions_and_arguments_have_their_help() -> None:
     assert "The entry (id, unique id prefix or label)." in out and "The label." in out
 
 
+def test_every_command_lists_its_arguments_once() -> None:
+    import typer
+
+    names = typer.main.get_command(app).list_commands(None)  # type: ignore[attr-defined]
+    assert "tree" in names and "run" in names
+    for name in names:
+        code, out, _ = _run(name, "--help", env={"COLUMNS": "200"})
+        assert code == 0, (name, out)
+        assert "Positional arguments" not in out and out.count("Arguments") <= 1, (name, out)
+    assert "A session .jsonl file" in _help("tree")
+
+
 @pytest.mark.parametrize("command", ["list", "latest", "search", "db"])
 def test_store_help_mentions_file_only_where_there_is_one(command: str) -> None:
     out = _help(command)

@@ -107,6 +107,10 @@ class Group(_QuietHelp, TyperGroup):
         return found
 
 
+def _no_section(ctx: Any, formatter: Any) -> None:
+    """A help section left out."""
+
+
 def _restore_argument_help(command: Any, function: Any) -> None:
     """Give each argument the help its annotation declares: click 8.5 added ``help`` to ``click.Argument``
     and its constructor resets the one typer 0.24 sets first, so ``--help`` would describe no argument."""
@@ -118,6 +122,10 @@ def _restore_argument_help(command: Any, function: Any) -> None:
     for param in command.params:
         if param.param_type_name == "argument" and not getattr(param, "help", None):
             param.help = declared.get(param.name)
+    if hasattr(command, "format_arguments"):
+        # click 8.5.1 prints documented arguments under "Positional arguments" in format_help, and typer's
+        # format_options prints them again under "Arguments": keep typer's section only
+        command.format_arguments = _no_section
 
 
 STORE_ENV = "SESSIONTREE_STORE"
