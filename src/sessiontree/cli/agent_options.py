@@ -6,9 +6,12 @@ Option declarations and one function that turns them into ``agent.host.HostOptio
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,6 +38,7 @@ __all__ = [
     "SystemPromptOpt",
     "ThinkingOpt",
     "ToolsOpt",
+    "with_agent_options",
 ]
 
 SessionOpt = Annotated[
@@ -197,3 +201,48 @@ class AgentArgs:
             no_tools=self.no_tools,
             resources=resources,
         )
+
+
+# the shared options in the order ``--help`` lists them: (parameter name, annotation, default, AgentArgs field)
+_SHARED: tuple[tuple[str, Any, Any, str], ...] = (
+    ("session", SessionOpt, None, "session"),
+    ("continue_", ContinueOpt, False, "continue_recent"),
+    ("no_session", NoSessionOpt, False, "no_session"),
+    ("session_dir", SessionDirOpt, None, "session_dir"),
+    ("store", StoreOpt, None, "store"),
+    ("model", ModelOpt, None, "model"),
+    ("provider", ProviderOpt, None, "provider"),
+    ("base_url", BaseUrlOpt, None, "base_url"),
+    ("thinking", ThinkingOpt, None, "thinking"),
+    ("tools", ToolsOpt, None, "tools"),
+    ("no_tools", NoToolsOpt, False, "no_tools"),
+    ("system_prompt", SystemPromptOpt, None, "system_prompt"),
+    ("append_system_prompt", AppendPromptOpt, None, "append_system_prompt"),
+    ("no_context_files", NoContextFilesOpt, False, "no_context_files"),
+    ("approve", ApproveOpt, False, "approve"),
+    ("no_approve", NoApproveOpt, False, "no_approve"),
+)
+
+
+def with_agent_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with the shared options added after its own, handed to it as one ``args: AgentArgs``.
+
+    ``command`` declares its own options and a keyword parameter ``args``; typer sees the combined signature
+    (``__signature__``), so both commands list the shared options once, in the same order, with the same help.
+    """
+    own = inspect.signature(command, eval_str=True)
+    kept = [p for p in own.parameters.values() if p.name != "args"]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for name, annotation, default, _ in _SHARED
+    ]
+
+    @functools.wraps(command)
+    def wrapper(**options: Any) -> None:
+        values = {field: options.pop(name) for name, _, _, field in _SHARED}
+        values["append_system_prompt"] = tuple(values["append_system_prompt"] or ())
+        command(args=AgentArgs(**values), **options)
+
+    wrapper.__signature__ = own.replace(parameters=[*kept, *shared])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in (*kept, *shared)}
+    return wrapper

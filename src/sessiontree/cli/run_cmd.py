@@ -13,29 +13,12 @@ from typing import Annotated
 import typer
 
 from ._common import EXIT_USAGE, fail, flag, handled, warn
-from .agent_options import (
-    AgentArgs,
-    AppendPromptOpt,
-    ApproveOpt,
-    BaseUrlOpt,
-    ContinueOpt,
-    ModelOpt,
-    NoApproveOpt,
-    NoContextFilesOpt,
-    NoSessionOpt,
-    NoToolsOpt,
-    ProviderOpt,
-    SessionDirOpt,
-    SessionOpt,
-    StoreOpt,
-    SystemPromptOpt,
-    ThinkingOpt,
-    ToolsOpt,
-)
+from .agent_options import AgentArgs, with_agent_options
 
 __all__ = ["run_cmd"]
 
 
+@with_agent_options
 def run_cmd(
     prompt: Annotated[
         list[str] | None,
@@ -57,22 +40,8 @@ def run_cmd(
     verbose: Annotated[
         bool, flag("--verbose", "Show tool calls and their results on stderr (text mode).")
     ] = False,
-    session: SessionOpt = None,
-    continue_: ContinueOpt = False,
-    no_session: NoSessionOpt = False,
-    session_dir: SessionDirOpt = None,
-    store: StoreOpt = None,
-    model: ModelOpt = None,
-    provider: ProviderOpt = None,
-    base_url: BaseUrlOpt = None,
-    thinking: ThinkingOpt = None,
-    tools: ToolsOpt = None,
-    no_tools: NoToolsOpt = False,
-    system_prompt: SystemPromptOpt = None,
-    append_system_prompt: AppendPromptOpt = None,
-    no_context_files: NoContextFilesOpt = False,
-    approve: ApproveOpt = False,
-    no_approve: NoApproveOpt = False,
+    *,
+    args: AgentArgs,
 ) -> None:
     """Run the agent on PROMPT without a terminal and print its reply (pi's -p); --mode json prints every event. Exit codes: 0 the reply came; 1 it failed or was aborted (its message on stderr); 2 the command line is wrong."""
     from ..agent.host import AgentSession, load_config
@@ -81,10 +50,6 @@ def run_cmd(
 
     if mode not in ("text", "json"):
         fail(f"--mode {mode}: use text or json", EXIT_USAGE)
-    args = AgentArgs(
-        session, continue_, no_session, session_dir, store, model, provider, base_url, thinking, tools,
-        no_tools, system_prompt, tuple(append_system_prompt or ()), no_context_files, approve, no_approve,
-    )  # fmt: skip
     cwd = Path.cwd()
     with handled():
         config = load_config(args.host_options(cwd))

@@ -13,29 +13,12 @@ from typing import Annotated
 import typer
 
 from .._common import EXIT_USAGE, fail, handled, warn
-from ..agent_options import (
-    AgentArgs,
-    AppendPromptOpt,
-    ApproveOpt,
-    BaseUrlOpt,
-    ContinueOpt,
-    ModelOpt,
-    NoApproveOpt,
-    NoContextFilesOpt,
-    NoSessionOpt,
-    NoToolsOpt,
-    ProviderOpt,
-    SessionDirOpt,
-    SessionOpt,
-    StoreOpt,
-    SystemPromptOpt,
-    ThinkingOpt,
-    ToolsOpt,
-)
+from ..agent_options import AgentArgs, with_agent_options
 
 __all__ = ["rpc_cmd"]
 
 
+@with_agent_options
 def rpc_cmd(
     mode: Annotated[
         str,
@@ -47,22 +30,8 @@ def rpc_cmd(
         str | None,
         typer.Option("--name", metavar="NAME", help="Name the session at start.", show_default=False),
     ] = None,
-    session: SessionOpt = None,
-    continue_: ContinueOpt = False,
-    no_session: NoSessionOpt = False,
-    session_dir: SessionDirOpt = None,
-    store: StoreOpt = None,
-    model: ModelOpt = None,
-    provider: ProviderOpt = None,
-    base_url: BaseUrlOpt = None,
-    thinking: ThinkingOpt = None,
-    tools: ToolsOpt = None,
-    no_tools: NoToolsOpt = False,
-    system_prompt: SystemPromptOpt = None,
-    append_system_prompt: AppendPromptOpt = None,
-    no_context_files: NoContextFilesOpt = False,
-    approve: ApproveOpt = False,
-    no_approve: NoApproveOpt = False,
+    *,
+    args: AgentArgs,
 ) -> None:
     """Speak pi's RPC protocol on stdin and stdout (JSON lines: commands in; responses and events out), for editors and services that embed the agent; the working directory is the current one. Exit codes: 0 stdin ended; 143 SIGTERM; 129 SIGHUP; 2 the command line is wrong."""
     from ...agent.host import AgentSession, load_config
@@ -73,10 +42,6 @@ def rpc_cmd(
             f"--mode {mode}: sessiontree rpc speaks only rpc (see sessiontree run for text and json)",
             EXIT_USAGE,
         )
-    args = AgentArgs(
-        session, continue_, no_session, session_dir, store, model, provider, base_url, thinking, tools,
-        no_tools, system_prompt, tuple(append_system_prompt or ()), no_context_files, approve, no_approve,
-    )  # fmt: skip
     with handled():
         config = load_config(args.host_options(Path.cwd()))
         for problem in config.resources.diagnostics():
