@@ -33,6 +33,7 @@ from sessiontree.llm import convert_to_llm
 from sessiontree.session.copying import read_source
 from tests.backends.damage import DAMAGES, Plain, as_file, damages_for, huge_line, shape
 from tests.deadline import deadline
+from tests.property.fuzz_report import FuzzReport, print_report
 from tests.property.fuzz_store import corpus, default_seed
 
 TIME_BOUND = 10.0  # seconds the reads and the check of one case may take
@@ -42,43 +43,26 @@ TABLES = ("st_schema", "st_sessions", "st_entries", "st_writer_leases")
 
 
 @dataclass
-class Report:
+class Report(FuzzReport):
     """Counts of one run (every failure list must stay empty)."""
 
-    seed: int
-    cases: int = 0
-    opened: int = 0
     read_from_lines: int = 0
     differed_and_checked: int = 0
-    session_errors: collections.Counter[str] = field(default_factory=collections.Counter)
     damages: collections.Counter[str] = field(default_factory=collections.Counter)
-    other_exceptions: list[str] = field(default_factory=list)
-    slow_cases: list[str] = field(default_factory=list)
     read_only_changes: list[str] = field(default_factory=list)
     unlike_the_file: list[str] = field(default_factory=list)
     unreported: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    slowest: float = 0.0
 
-    @property
-    def failures(self) -> list[str]:
-        return [
-            *self.other_exceptions,
-            *self.slow_cases,
-            *self.read_only_changes,
-            *self.unlike_the_file,
-            *self.unreported,
-        ]
+    FAILURES = (*FuzzReport.FAILURES, "read_only_changes", "unlike_the_file", "unreported")
 
     def summary(self) -> str:
-        errors = ", ".join(f"{k} {v}" for k, v in sorted(self.session_errors.items())) or "none"
         return (
-            f"SQL fuzz: seed {self.seed}, {self.cases} cases in {self.seconds:.1f} s (slowest {self.slowest:.2f} s),"
+            f"SQL fuzz: {self.timing()},"
             f" {self.opened} opened, {self.read_from_lines} read from their lines, {self.differed_and_checked} "
-            f"read unlike their file and reported by check; SessionError by kind: {errors}; other exceptions "
-            f"{len(self.other_exceptions)}, over the {TIME_BOUND:g} s bound {len(self.slow_cases)}, read-only "
-            f"changes {len(self.read_only_changes)}, unlike the file after meeting damage "
-            f"{len(self.unlike_the_file)}, unreported by check {len(self.unreported)}"
+            f"read unlike their file and reported by check; SessionError by kind: {self.errors_by_kind()}; "
+            f"other exceptions {len(self.other_exceptions)}, over the {TIME_BOUND:g} s bound "
+            f"{len(self.slow_cases)}, read-only changes {len(self.read_only_changes)}, unlike the file after "
+            f"meeting damage {len(self.unlike_the_file)}, unreported by check {len(self.unreported)}"
         )
 
 
@@ -309,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else default_seed()
     stores = postgres_stores(args.postgres) if args.postgres else sqlite_stores
     report = run(seed, args.cases, stores, args.big)
-    print(report.summary())
-    print("damages:", dict(sorted(report.damages.items())))
-    for failure in report.failures[:20]:
-        print("FAIL", failure)
-    return 1 if report.failures else 0
+    return print_report(report, report.summary(), "damages", report.damages)
 
 
 if __name__ == "__main__":

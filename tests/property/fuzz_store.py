@@ -28,6 +28,7 @@ from sessiontree.storage import JsonlStore, repair_session_file
 from sessiontree.tree.views import entry_preview, tree_rows
 from tests.conftest import conformance_root
 from tests.deadline import deadline
+from tests.property.fuzz_report import FuzzReport, print_report
 from tests.property.mutations import mutate
 
 TIME_BOUND = 5.0  # seconds one case may take (open, walks, context, check, write, repair)
@@ -35,40 +36,22 @@ _BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
-class Report:
-    """Counts of one fuzz run (every field is reported; the last four must stay 0)."""
+class Report(FuzzReport):
+    """Counts of one fuzz run (every failure list must stay empty)."""
 
-    seed: int
-    cases: int = 0
-    opened: int = 0
-    session_errors: collections.Counter[str] = field(default_factory=collections.Counter)
     mutations: collections.Counter[str] = field(default_factory=collections.Counter)
-    other_exceptions: list[str] = field(default_factory=list)
-    slow_cases: list[str] = field(default_factory=list)
     index_mismatches: list[str] = field(default_factory=list)
     read_only_changes: list[str] = field(default_factory=list)
     lost_entries: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    slowest: float = 0.0
 
-    @property
-    def failures(self) -> list[str]:
-        return [
-            *self.other_exceptions,
-            *self.slow_cases,
-            *self.index_mismatches,
-            *self.read_only_changes,
-            *self.lost_entries,
-        ]
+    FAILURES = (*FuzzReport.FAILURES, "index_mismatches", "read_only_changes", "lost_entries")
 
     def summary(self) -> str:
-        errors = ", ".join(f"{k} {v}" for k, v in sorted(self.session_errors.items())) or "none"
         return (
-            f"store fuzz: seed {self.seed}, {self.cases} cases in {self.seconds:.1f} s (slowest "
-            f"{self.slowest:.2f} s), {self.opened} opened; SessionError by kind: {errors}; other exceptions "
-            f"{len(self.other_exceptions)}, over the {TIME_BOUND:g} s bound {len(self.slow_cases)}, index "
-            f"mismatches {len(self.index_mismatches)}, read-only changes {len(self.read_only_changes)}, lost "
-            f"entries {len(self.lost_entries)}"
+            f"store fuzz: {self.timing()}, {self.opened} opened; SessionError by kind: {self.errors_by_kind()}; "
+            f"other exceptions {len(self.other_exceptions)}, over the {TIME_BOUND:g} s bound "
+            f"{len(self.slow_cases)}, index mismatches {len(self.index_mismatches)}, read-only changes "
+            f"{len(self.read_only_changes)}, lost entries {len(self.lost_entries)}"
         )
 
 
@@ -263,11 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="copy failing inputs here")
     args = parser.parse_args(argv)
     report = run(args.seed if args.seed is not None else default_seed(), args.cases, keep=args.keep)
-    print(report.summary())
-    print("mutations:", dict(sorted(report.mutations.items())))
-    for failure in report.failures[:20]:
-        print("FAIL", failure)
-    return 1 if report.failures else 0
+    return print_report(report, report.summary(), "mutations", report.mutations)
 
 
 if __name__ == "__main__":
