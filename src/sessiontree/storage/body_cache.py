@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import os
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +111,12 @@ def save(
     st: os.stat_result,
     positions: Iterable[int],
     lines: Callable[[list[int]], list[memoryview]],
+    decoded: Mapping[int, Any] | None = None,
 ) -> None:
     """Keep the entries at ``positions`` of the file ``path`` (open as ``fd``, ``st`` its fstat), packed from
-    their lines as ``lines(positions)`` reads them from the file."""
+    their lines as ``lines(positions)`` reads them from the file (``decoded``: some of them already decoded
+    from those lines, by position)."""
+    known: Mapping[int, Any] = decoded or {}
     wanted = sorted(positions, reverse=True)  # the latest entries first: those a context reads
     at: list[int] = []
     blobs: list[bytes] = []
@@ -121,9 +124,12 @@ def save(
     try:
         for start in range(0, len(wanted), 4096):
             part = wanted[start : start + 4096]
-            for i, raw in zip(part, lines(part), strict=True):
+            unread = [i for i in part if i not in known]
+            read = dict(zip(unread, lines(unread), strict=True))
+            for i in part:
                 try:
-                    blob = _ENCODER.encode(_json.loads(raw))
+                    value = known[i] if i in known else _json.loads(read[i])
+                    blob = _ENCODER.encode(value)
                 except (ValueError, msgspec.EncodeError, OverflowError, UnicodeEncodeError, RecursionError):
                     # not kept: text msgpack cannot hold, or a value nested deeper than its encoder goes
                     continue

@@ -70,6 +70,8 @@ class JsonlStore(JsonlReads, JsonlWrites):
         self._table = LineTable()  # where each entry's line is
         self._cache_stat: tuple[os.stat_result, int] | None = None  # for the index cache, while loading
         self._bodies: body_cache.Bodies | None = None
+        self._context_runs: list[tuple[int, int]] | None = None
+        self._context_hit: list[tuple[int, int]] | None = None
         self._next_line = 1
         self._fd: int | None = None  # writer descriptor (O_APPEND), holds the lock
         self._rfd: int | None = None  # reader descriptor for pread
@@ -199,6 +201,7 @@ class JsonlStore(JsonlReads, JsonlWrites):
         parsed = parse_header(head, where)
         self._reset_index()
         self._bodies = None
+        self._context_runs = self._context_hit = None
         self._size, self._identity = size, identity
         self._torn = None
         self._clear_on_first_write = False
@@ -372,7 +375,9 @@ class JsonlStore(JsonlReads, JsonlWrites):
     def close(self) -> None:
         with self._lock:
             if not self._closed:
-                self._save_bodies()
+                fresh: dict[int, Any] = {}  # entries decoded again from the file's bytes, shared by both
+                self._save_context(fresh)
+                self._save_bodies(fresh)
             if self._fd is not None:
                 try:
                     if self._dirty:

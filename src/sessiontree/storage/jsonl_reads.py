@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.tree.entry_store import IndexedStore
+from sessiontree.tree.context import context_from_path
+from sessiontree.tree.entry_store import ContextFields, IndexedStore
+from sessiontree.tree.session_index import PathView
 
 from ..errors import SessionError, StorageError
-from . import _fileio, body_cache, index_cache
+from . import _fileio, body_cache, context_cache, index_cache
 from ._lines import LineTable
 
 __all__ = ["JsonlReads"]
@@ -39,6 +41,8 @@ class JsonlReads(IndexedStore):
     _buf: bytes | None
     _identity: tuple[int, int, int] | None
     _bodies: body_cache.Bodies | None
+    _context_runs: list[tuple[int, int]] | None  # the path of the last context built (``note_context``)
+    _context_hit: list[tuple[int, int]] | None  # the path whose context came from the context cache
 
     def _reader(self) -> int:
         if self._rfd is not None:
@@ -161,8 +165,80 @@ class JsonlReads(IndexedStore):
         """Take up what an earlier process decoded from this file (``body_cache``), if still valid."""
         self._bodies = body_cache.load(self._path, self._reader(), st, len(self._ids))
 
-    def _save_bodies(self) -> None:
-        """Keep the entries decoded here for the next process (at close), when there are new ones."""
+    # -- the context cache ------------------------------------------------------------------------------
+    def note_context(self, runs: Sequence[tuple[int, int]]) -> None:
+        self._context_runs = list(runs)
+
+    def _cacheable_stat(self) -> os.stat_result | None:
+        """The file's fstat when the caches may describe it: a large file, on disk, as this store indexed it."""
+        if self._buf is not None or self._rfd is None or not index_cache.enabled():
+            return None
+        st = os.fstat(self._rfd)
+        if st.st_size < index_cache.MIN_BYTES or (st.st_dev, st.st_ino, st.st_size) != self._identity:
+            return None
+        return st
+
+    def cached_context(self, runs: Sequence[tuple[int, int]]) -> ContextFields | None:
+        with self._lock:
+            st = self._cacheable_stat()
+            if st is None:
+                return None
+            gc_was_enabled = gc.isenabled()
+            gc.disable()  # tens of thousands of new dicts and lists, no cycles
+            try:
+                found = context_cache.load(self._path, self._reader(), st, len(self._ids), runs)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+            if found is not None:
+                self._context_hit = list(runs)
+            return found
+
+    def _fresh_entries(self, fresh: dict[int, Any], positions: Sequence[int]) -> list[dict[str, Any]]:
+        """The entries at ``positions`` decoded from the file's bytes (kept in ``fresh``), never from the
+        dicts callers were given."""
+        missing = sorted({p for p in positions if p not in fresh})
+        for start in range(0, len(missing), 8192):
+            part = missing[start : start + 8192]
+            for i, raw in zip(part, self.raw_views_at(part), strict=True):
+                fresh[i] = self._decode_raw(i, raw)
+        return [fresh[p] for p in positions]
+
+    def _save_context(self, fresh: dict[int, Any]) -> None:
+        """Keep the context of the last path asked for, built again from the file's bytes (at close)."""
+        runs = self._context_runs
+        if not runs or runs == self._context_hit or runs[-1][1] > len(self._ids):
+            return
+        st = self._cacheable_stat()
+        if st is None:
+            return
+        positions = [p for start, stop in runs for p in range(start, stop)]
+
+        def many(indexes: Sequence[int]) -> list[dict[str, Any]]:
+            return self._fresh_entries(fresh, [positions[k] for k in indexes])
+
+        def preload(indexes: Sequence[int]) -> None:
+            many(indexes)
+
+        view = PathView(
+            self.ids_in(runs),
+            self.types_in(runs),
+            lambda: [self._parents[p] for p in positions],
+            lambda k: many([k])[0],
+            lambda k: self.raw_at(positions[k]),
+            preload,
+            many,
+        )
+        try:
+            built = context_from_path(view)
+        except (OSError, SessionError):  # the file changed or went away meanwhile: nothing to keep
+            return
+        fields = (built.messages, built.thinking_level, built.model, built.active_tool_names)
+        context_cache.save(self._path, self._reader(), st, len(self._ids), runs, fields)
+
+    def _save_bodies(self, fresh: dict[int, Any] | None = None) -> None:
+        """Keep the entries decoded here for the next process (at close), when there are new ones
+        (``fresh``: entries already decoded again from the file's bytes, by position)."""
         if self._buf is not None or self._rfd is None or len(self._cache) < _NEW_BODIES:
             return
         held = self._bodies.held if self._bodies is not None else frozenset()
@@ -174,6 +250,6 @@ class JsonlReads(IndexedStore):
             return
         used = self._bodies.used if self._bodies is not None else set()
         try:
-            body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at)
+            body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at, fresh)
         except (OSError, SessionError):  # a file that shrank or went away meanwhile: nothing to keep
             return

@@ -23,6 +23,7 @@ from sessiontree.format import pi_json as _json
 __all__ = [
     "DURABILITY_MODES",
     "NOTE_KINDS",
+    "ContextFields",
     "Durability",
     "EntryStore",
     "IndexedStore",
@@ -35,6 +36,8 @@ NOTE_KINDS = frozenset({"migrated", "symlink", "changed_on_disk", "stale_leaf", 
 
 Durability = Literal["flush", "fsync", "batch"]
 DURABILITY_MODES: tuple[str, ...] = ("flush", "fsync", "batch")
+ContextFields = tuple[list[dict[str, Any]], Any, dict[str, Any] | None, list[str] | None]
+"""A built context as ``(messages, thinking level, model, active tool names)`` (``SessionContext``'s fields)."""
 
 
 @dataclass(slots=True)
@@ -231,6 +234,15 @@ class EntryStore(ABC):
             j = self.index_of(parent) if parent else None
             out.append(-1 if j is None else j)
         return out
+
+    def note_context(self, runs: Sequence[tuple[int, int]]) -> None:  # noqa: B027 - an optional hook
+        """A context is about to be built from the path ``runs`` (positions, root first): a store that keeps
+        contexts for the next process (the JSONL store's context cache) remembers which."""
+
+    def cached_context(self, runs: Sequence[tuple[int, int]]) -> ContextFields | None:
+        """The context of the path ``runs`` as an earlier process built it from the same content, when the
+        store kept one that is still valid; ``None`` otherwise (the context is then built as always)."""
+        return None
 
     def __enter__(self) -> EntryStore:
         return self
