@@ -20,7 +20,6 @@ Without msgspec installed, every line goes through ``orjson`` (sound, 2-3x slowe
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -32,6 +31,7 @@ from operator import attrgetter, itemgetter, sub
 from typing import Any
 
 from sessiontree.format import pi_json as _json
+from sessiontree.format.bulk import bulk_allocation
 from sessiontree.tree.entry_store import Problem
 
 from ._lines import LineTable
@@ -213,13 +213,10 @@ def scan(
     With ``resume`` (the result of scanning the bytes before the chunks, which ended with a complete
     line), the lines are added to it: the result is the one a scan of all the bytes would give.
     """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of small allocations, no cycles: collection passes would only cost time
-    try:
+    with (
+        bulk_allocation()
+    ):  # millions of small allocations, no cycles: collection passes would only cost time
         return _scan(chunks, first_line, where, resume if resume is not None else ScanResult())
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _scan(chunks: Iterable[Chunk], first_line: int, where: str, out: ScanResult) -> ScanResult:

@@ -70,6 +70,7 @@ class JsonlStore(JsonlReads, JsonlWrites):
         self._table = LineTable()  # where each entry's line is
         self._cache_stat: tuple[os.stat_result, int] | None = None  # for the index cache, while loading
         self._bodies: body_cache.Bodies | None = None
+        self._bodies_pending: tuple[os.stat_result, int] | None = None
         self._context_runs: list[tuple[int, int]] | None = None
         self._context_hit: list[tuple[int, int]] | None = None
         self._next_line = 1
@@ -200,7 +201,7 @@ class JsonlStore(JsonlReads, JsonlWrites):
         head = _read_head(read, size)
         parsed = parse_header(head, where)
         self._reset_index()
-        self._bodies = None
+        self._bodies, self._bodies_pending = None, None
         self._context_runs = self._context_hit = None
         self._size, self._identity = size, identity
         self._torn = None

@@ -7,13 +7,13 @@ process decoded come from the body cache (``body_cache.py``) when it holds them.
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sessiontree.format.bulk import bulk_allocation
 from sessiontree.tree.context import context_from_path
 from sessiontree.tree.entry_store import ContextFields, IndexedStore
 from sessiontree.tree.session_index import PathView
@@ -28,6 +28,9 @@ _READ_GAP = (
     1 << 15
 )  # lines further apart than this are read separately (one pread costs about as much as copying 32 KiB)
 _NEW_BODIES = 16  # a store that decoded fewer entries than this beyond the body cache leaves it as it is
+_BODIES_FOR = 128
+"""The body cache is read (once) for a bulk decode of at least this many entries: reading and indexing it
+costs about as much as decoding a hundred small lines from JSON (the labels of a session, say)."""
 
 
 class JsonlReads(IndexedStore):
@@ -41,6 +44,7 @@ class JsonlReads(IndexedStore):
     _buf: bytes | None
     _identity: tuple[int, int, int] | None
     _bodies: body_cache.Bodies | None
+    _bodies_pending: tuple[os.stat_result, int] | None  # (fstat, entries) at open, until the cache is read
     _context_runs: list[tuple[int, int]] | None  # the path of the last context built (``note_context``)
     _context_hit: list[tuple[int, int]] | None  # the path whose context came from the context cache
 
@@ -95,10 +99,8 @@ class JsonlReads(IndexedStore):
     def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
         cache = self._cache
         missing = sorted({i for i in positions if i not in cache})
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # thousands of new dicts and lists, no cycles: collection passes would only cost time
-        try:
-            bodies = self._bodies
+        with bulk_allocation():  # thousands of new dicts and lists, no cycles: no collection passes
+            bodies = self._read_bodies() if len(missing) >= _BODIES_FOR else self._bodies
             if bodies is not None:  # what an earlier process decoded
                 left = []
                 for i in missing:
@@ -112,9 +114,6 @@ class JsonlReads(IndexedStore):
                 part = missing[start : start + chunk]
                 for i, raw in zip(part, self.raw_views_at(part), strict=True):
                     cache[i] = self._decode_raw(i, raw)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         """The lines at ``positions``; lines close to each other in the file share one read, so a few
@@ -162,8 +161,21 @@ class JsonlReads(IndexedStore):
         return self._table.line(i) if 0 <= i < len(self._table) else None
 
     def _load_bodies(self, st: os.stat_result) -> None:
-        """Take up what an earlier process decoded from this file (``body_cache``), if still valid."""
-        self._bodies = body_cache.load(self._path, self._reader(), st, len(self._ids))
+        """Note that what an earlier process decoded from this file (``body_cache``) may be taken up: it is
+        read when a bulk decode first needs it (``_read_bodies``)."""
+        self._bodies, self._bodies_pending = None, (st, len(self._ids))
+
+    def _read_bodies(self) -> body_cache.Bodies | None:
+        """The body cache, read now if it was not yet (``None`` when there is none or it is not valid)."""
+        pending = self._bodies_pending
+        if pending is not None:
+            self._bodies_pending = None
+            st, count = pending
+            try:
+                self._bodies = body_cache.load(self._path, self._reader(), st, count)
+            except (OSError, SessionError):  # the file went away meanwhile: decode from it as always
+                self._bodies = None
+        return self._bodies
 
     # -- the context cache ------------------------------------------------------------------------------
     def note_context(self, runs: Sequence[tuple[int, int]]) -> None:
@@ -183,13 +195,8 @@ class JsonlReads(IndexedStore):
             st = self._cacheable_stat()
             if st is None:
                 return None
-            gc_was_enabled = gc.isenabled()
-            gc.disable()  # tens of thousands of new dicts and lists, no cycles
-            try:
+            with bulk_allocation():  # tens of thousands of new dicts and lists, no cycles
                 found = context_cache.load(self._path, self._reader(), st, len(self._ids), runs)
-            finally:
-                if gc_was_enabled:
-                    gc.enable()
             if found is not None:
                 self._context_hit = list(runs)
             return found
@@ -241,14 +248,15 @@ class JsonlReads(IndexedStore):
         (``fresh``: entries already decoded again from the file's bytes, by position)."""
         if self._buf is not None or self._rfd is None or len(self._cache) < _NEW_BODIES:
             return
-        held = self._bodies.held if self._bodies is not None else frozenset()
+        bodies = self._read_bodies()  # what the file holds now is kept unless there is more to keep
+        held = bodies.held if bodies is not None else frozenset()
         decoded = self._cache.keys()
         if len(decoded - held) < _NEW_BODIES:
             return
         st = os.fstat(self._rfd)
         if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
             return
-        used = self._bodies.used if self._bodies is not None else set()
+        used = bodies.used if bodies is not None else set()
         try:
             body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at, fresh)
         except (OSError, SessionError):  # a file that shrank or went away meanwhile: nothing to keep

@@ -6,7 +6,6 @@ interpret messages, labels or leaves (that is the manager's and the context buil
 
 from __future__ import annotations
 
-import gc
 import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from sessiontree.errors import CorruptSessionError, SessionError
 from sessiontree.format import pi_json as _json
+from sessiontree.format.bulk import bulk_allocation
 
 __all__ = [
     "DURABILITY_MODES",
@@ -445,13 +445,10 @@ class IndexedStore(EntryStore):
         ``known_breaks`` (from an index cache): ``(run_starts of the first positions, how many positions)``;
         only the positions after those are compared.
         """
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # large containers of untracked objects: collection passes would only cost time
-        try:
+        with (
+            bulk_allocation()
+        ):  # large containers of untracked objects: collection passes would only cost time
             self._install_index(ids, parents, types, timestamps, known_breaks)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _install_index(
         self,
