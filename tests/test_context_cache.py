@@ -244,3 +244,18 @@ def test_the_context_cache_can_be_turned_off(tmp_path: Path, monkeypatch: pytest
     _uncached(path, monkeypatch)
     _uncached(path, monkeypatch)
     assert _context_files() == []
+
+
+def test_a_context_larger_than_max_bytes_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    _session(path)
+    monkeypatch.setattr(context_cache, "MAX_BYTES", 300)  # the context's lines hold more than this
+    decoded = _decodes(monkeypatch)
+    manager = SessionManager.open(path, read_only=True)
+    expected = manager.build_session_context().to_dict()
+    built = len(decoded)
+    manager.close()
+    assert _context_files() == []
+    assert len(decoded) - built <= 2  # at close: the compaction, to find how much the context holds
+    monkeypatch.setattr(context_cache, "MAX_BYTES", 1 << 24)
+    assert _context(path) == expected == _uncached(path, monkeypatch)

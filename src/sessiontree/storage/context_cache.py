@@ -13,7 +13,7 @@ same file (device and inode), exactly as long, with the same modification and ch
 hashes of its first and last 64 KiB, the same number of entries indexed, and the very same path (the runs
 of positions from the root to the leaf). Anything else, and any damage to the file, means the context is
 built as always. A context msgpack cannot hold as JSON read it (a lone surrogate, an integer beyond 64 bits)
-is not kept.
+is not kept, nor is one of more than ``MAX_BYTES`` of JSON (the first build of a session never compacted).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from sessiontree.tree.entry_store import ContextFields
 
 from . import _fileio, index_cache
 
-__all__ = ["load", "save"]
+__all__ = ["MAX_BYTES", "load", "save"]
 
+MAX_BYTES = 1 << 24
+"""A context whose entries' lines hold more than this much JSON is not kept (nor decoded again at close)."""
 _FORMAT = 1
 _DECODER = msgspec.msgpack.Decoder()
 

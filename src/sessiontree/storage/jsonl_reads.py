@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.format.bulk import bulk_allocation
-from sessiontree.tree.context import context_from_path
+from sessiontree.tree.context import context_from_path, context_indexes
 from sessiontree.tree.entry_store import ContextFields, IndexedStore
 from sessiontree.tree.session_index import PathView
 
@@ -237,6 +237,9 @@ class JsonlReads(IndexedStore):
             many,
         )
         try:
+            needed = [positions[k] for k in context_indexes(view)]  # decodes the latest compaction only
+            if sum(end - start for start, end in self._table.spans_at(needed)) > context_cache.MAX_BYTES:
+                return  # a context this large (a session never compacted) is not decoded again at close
             built = context_from_path(view)
         except (OSError, SessionError):  # the file changed or went away meanwhile: nothing to keep
             return
