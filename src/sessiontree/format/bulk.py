@@ -6,8 +6,10 @@ them walk them again; with it off until the end, the first allocation after re-e
 them at once (about 1 ms per 10,000 containers). ``bulk_allocation`` turns the collector off meanwhile and
 then files everything young as old (``gc.freeze`` + ``gc.unfreeze``, which move the young and middle
 generations into the oldest one without walking them), so these objects are looked at only by the next
-full collection, as objects that live on would be anyway. A program that froze objects itself
-(``gc.get_freeze_count()`` is not 0) keeps its frozen set: the collector is then only turned back on.
+full collection, as objects that live on would be anyway (so is any garbage cycle that happened to be
+young at that moment: it is freed by that full collection rather than a young one). A program that froze
+objects itself (``gc.get_freeze_count()`` is not 0) keeps its frozen set: the collector is then only
+turned back on.
 """
 
 from __future__ import annotations
