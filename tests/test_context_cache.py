@@ -259,3 +259,27 @@ def test_a_context_larger_than_max_bytes_is_not_kept(tmp_path: Path, monkeypatch
     assert len(decoded) - built <= 2  # at close: the compaction, to find how much the context holds
     monkeypatch.setattr(context_cache, "MAX_BYTES", 1 << 24)
     assert _context(path) == expected == _uncached(path, monkeypatch)
+
+
+def test_a_failure_while_keeping_the_context_still_releases_the_writer_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _session(path)
+    manager = SessionManager.open(path)
+    manager.append_message({"role": "user", "content": "before", "timestamp": 2})  # takes the writer lock
+    manager.build_session_context()
+    assert manager.store.is_locked
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a bug while keeping the context")
+
+    monkeypatch.setattr(context_cache, "save", broken)
+    with pytest.raises(RuntimeError):
+        manager.close()
+    assert not manager.store.is_locked
+    monkeypatch.undo()
+    other = SessionManager.open(path)  # the lock is free: another writer appends
+    other.append_message({"role": "user", "content": "after", "timestamp": 3})
+    other.close()
+    assert _context(path)["messages"][-1]["content"] == "after"

@@ -375,21 +375,26 @@ class JsonlStore(JsonlReads, JsonlWrites):
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
-                fresh: dict[int, Any] = {}  # entries decoded again from the file's bytes, shared by both
-                self._save_context(fresh)
-                self._save_bodies(fresh)
-            if self._fd is not None:
-                try:
-                    if self._dirty:
-                        os.fsync(self._fd)
-                        self._dirty = False
-                finally:
-                    lock.release(self._fd)
-                    os.close(self._fd)
-                    self._fd = None
-            self._drop_reader()
-            self._closed = True
+            try:
+                if not self._closed:
+                    fresh: dict[int, Any] = {}  # entries decoded again from the file's bytes, shared by both
+                    self._save_context(fresh)
+                    self._save_bodies(fresh)
+            finally:  # whatever keeping the caches met, the lock and the descriptors are released
+                self._closed = True
+                self._release()
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            try:
+                if self._dirty:
+                    os.fsync(self._fd)
+                    self._dirty = False
+            finally:
+                lock.release(self._fd)
+                os.close(self._fd)
+                self._fd = None
+        self._drop_reader()
 
     def __del__(self) -> None:
         for name in ("_fd", "_rfd"):
