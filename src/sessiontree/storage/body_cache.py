@@ -3,10 +3,11 @@
 Building a context decodes the entries it needs from JSON, and that is most of its time (a context of a
 session with 10,000 entries decodes about 1 MB); msgpack gives the same values back in less than half of
 that. When a store closes, the entries it decoded (the context, the labels) are encoded again from the
-file's own bytes, never from the dicts callers were given, and written to ``<index>.bodies``; the next open
-of the same file uses them for those positions. Valid, like the index cache, only while the file is the
-same file, at least as long, and has the same first and last 64 KiB up to where they were taken. A value
-msgpack cannot hold as JSON read it (a lone surrogate) is left out.
+file's own bytes, never from the dicts callers were given, and written to ``<index>.bodies``; in the next
+process, a bulk decode (128 entries or more) of the same file reads them and takes those positions from
+there. Valid, like the index cache, only while the file is the same file, at least as long, and has the
+same first and last 64 KiB up to where they were taken. A value msgpack cannot hold as JSON read it (a lone
+surrogate) is left out.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Resuming a session opens the file and builds the context at its leaf, and the context is most of that
 time once the index comes from the cache: at 10,000 entries it is about 1 MB of messages, 40,000 objects.
-Decoding it as one msgpack value costs about as much as decoding those entries one by one costs in
-decoding alone, without the per-entry work around it (spans, the path walk, the context rules). When a
+One msgpack decode of the whole context costs about what decoding its entries alone did, and none of the
+work around that (finding and reading their lines, applying the context rules). When a
 store closes, the context of the last path it was asked for is built again from the file's own bytes
 (never from the dicts callers were given) and written to ``<index>.context``; the next process building
 the context of the same path of the same file gets it back with one decode.

@@ -2,7 +2,8 @@
 
 A base class of ``JsonlStore`` (``jsonl.py`` holds opening and scanning, ``jsonl_writes.py`` the writes):
 entries are read with ``pread`` from a reader descriptor and decoded when asked for; entries an earlier
-process decoded come from the body cache (``body_cache.py``) when it holds them.
+process decoded come from the body cache (``body_cache.py``) when it holds them, and a whole context an
+earlier process built from the same file from the context cache (``context_cache.py``).
 """
 
 from __future__ import annotations
