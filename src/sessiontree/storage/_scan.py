@@ -216,9 +216,8 @@ def scan(
     With ``resume`` (the result of scanning the bytes before the chunks, which ended with a complete
     line), the lines are added to it: the result is the one a scan of all the bytes would give.
     """
-    with (
-        bulk_allocation()
-    ):  # millions of small allocations, no cycles: collection passes would only cost time
+    # millions of small allocations, no cycles: collection passes would only cost time
+    with bulk_allocation():
         return _scan(chunks, first_line, where, resume if resume is not None else ScanResult())
 
 

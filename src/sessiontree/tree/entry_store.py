@@ -445,9 +445,8 @@ class IndexedStore(EntryStore):
         ``known_breaks`` (from an index cache): ``(run_starts of the first positions, how many positions)``;
         only the positions after those are compared.
         """
-        with (
-            bulk_allocation()
-        ):  # large containers of untracked objects: collection passes would only cost time
+        # large containers of untracked objects: collection passes would only cost time
+        with bulk_allocation():
             self._install_index(ids, parents, types, timestamps, known_breaks)
 
     def _install_index(
