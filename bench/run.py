@@ -167,7 +167,7 @@ def measure_size(
     )
     samples = result.samples
     _floor(path)  # warm the page cache: every measurement below reads from memory
-    _reopen(path)  # the index and body caches for the re-opens below
+    _reopen(path)  # the index, body and context caches for the re-opens below
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for run in range(repeats):
         gc.collect()
@@ -222,7 +222,7 @@ def measure_size(
 
 
 def _reopen(path: Path) -> tuple[float, float]:
-    """Open + context of a file opened before (its index and body caches in the cache directory), then
+    """Open + context of a file opened before (its index, body and context caches in the cache directory), then
     close: seconds to open, to build the context."""
     t0 = time.perf_counter()
     manager = SessionManager.open(path, read_only=True)
@@ -354,7 +354,7 @@ def _rows(results: Sequence[SizeResult]) -> list[tuple[str, list[str], str | Non
         ("open + context", cells(lambda r: _seconds(r.open_context_s)), None),
         ("  open + context ÷ floor", cells(lambda r: f"{r.ratio_to_floor:.3f}×"), "ratio"),
         ("re-open (index cache)", cells(lambda r: _seconds(r.reopen_s)), None),
-        ("  build context (body cache)", cells(lambda r: _seconds(r.reopen_context_s)), None),
+        ("  build context (context cache)", cells(lambda r: _seconds(r.reopen_context_s)), None),
         ("  re-open + context", cells(lambda r: _seconds(r.reopen_open_context_s)), None),
         ("  re-open + context ÷ floor", cells(lambda r: f"{r.reopen_ratio_to_floor:.3f}×"), "reopen"),
         ("get_tree", cells(lambda r: _seconds(r.tree_s)), "tree"),
@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
 
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    # sessiontree's caches (the index and body caches of the re-open rows) of this run only
+    # sessiontree's caches (the index, body and context caches of the re-open rows) of this run only
     cache_dir = tempfile.TemporaryDirectory(prefix="sessiontree-bench-cache-")
     os.environ["SESSIONTREE_CACHE_DIR"] = cache_dir.name
     os.environ.pop(INDEX_CACHE_ENV, None)

@@ -26,7 +26,7 @@ ROWS = (
     "open + context",
     "open + context ÷ floor",
     "re-open (index cache)",
-    "build context (body cache)",
+    "build context (context cache)",
     "re-open + context",
     "re-open + context ÷ floor",
     "get_tree",

@@ -16,7 +16,7 @@ import pytest
 
 from sessiontree import SessionManager
 from sessiontree.format import pi_json
-from sessiontree.storage import body_cache, index_cache
+from sessiontree.storage import body_cache, index_cache, jsonl_reads
 from sessiontree.storage.jsonl import JsonlStore
 from tests.property.fuzz_store import corpus
 from tests.property.mutations import mutate
@@ -319,6 +319,7 @@ def _session_with_odd_values(path: Path) -> None:
 def test_entries_decoded_before_come_from_the_body_cache_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(jsonl_reads, "_BODIES_FOR", 1)  # a context of 42 entries is enough to read it
     path = tmp_path / "s.jsonl"
     _session_with_odd_values(path)
     expected = _uncached(path, monkeypatch)
@@ -389,3 +390,50 @@ def test_closing_a_store_whose_file_shrank_keeps_no_bodies_and_does_not_fail(
         f.truncate(path.stat().st_size // 2)
     manager.close()
     assert _body_files() == []
+
+
+def test_the_body_cache_is_read_for_a_bulk_decode_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the body cache costs about as much as decoding a hundred small lines: a few entries (the
+    labels at open, one entry) are decoded from JSON, a context of many from the cache."""
+    monkeypatch.setattr(jsonl_reads, "_BODIES_FOR", 20)
+    path = tmp_path / "s.jsonl"
+    lines = [_header(), _line("a", None, "plain")]
+    lines += [_line(f"m{n}", "a" if n == 0 else f"m{n - 1}", f"text {n}") for n in range(40)]
+    lines.append(
+        pi_json.dumps_bytes(
+            {
+                "type": "label",
+                "id": "l",
+                "parentId": "m39",
+                "timestamp": "t",
+                "targetId": "a",
+                "label": "start",
+            }
+        )
+    )
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    expected = _uncached(path, monkeypatch)
+    _snapshot(path)
+    assert len(_body_files()) == 1
+    reads: list[int] = []
+    original = body_cache.load
+
+    def spy(*args: Any) -> Any:
+        reads.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(body_cache, "load", spy)
+    manager = SessionManager.open(path, read_only=True)  # the label: decoded from JSON
+    assert manager.get_label("a") == "start" and reads == []
+    assert manager.get_entry("m3") is not None and reads == []
+    context = manager.build_session_context("m30")  # 32 entries (a path no context was kept for)
+    assert reads == [1]
+    with monkeypatch.context() as m:
+        m.setenv(index_cache.ENV, "0")
+        fresh = SessionManager.open(path, read_only=True)
+        assert context == fresh.build_session_context("m30")
+        fresh.close()
+    manager.close()
+    assert _snapshot(path) == expected

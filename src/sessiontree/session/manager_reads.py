@@ -135,7 +135,11 @@ class ManagerReads:
     def build_session_context(self, leaf_id: str | None = None) -> SessionContext:
         """Messages and settings at the leaf (or at ``leaf_id``), honouring the latest compaction."""
         with self._lock:
-            return context_from_path(self._index.context_view(self._leaf if leaf_id is None else leaf_id))
+            leaf = self._leaf if leaf_id is None else leaf_id
+            cached = self._index.cached_context(leaf)  # an earlier process's build over the same content
+            if cached is not None:
+                return SessionContext(*cached)
+            return context_from_path(self._index.context_view(leaf))
 
     # ------------------------------------------------------------------ labels and the name
     def _index_labels_and_name(self) -> None:

@@ -6,7 +6,7 @@ Validation choice. Every line is checked for complete JSON (a line can be a torn
 starts like an entry). Measured on generated 100k-entry files (58-67 MB), each ratio against the "floor"
 (read the bytes + split on ``\\n``) taken in the same run on a shared, noisy 2-core machine: ``orjson.loads``
 of every line, dicts discarded at once, costs 1.8-3.2x the floor, because it builds every nested object.
-``msgspec.json.Decoder(<4-field Struct>).decode_lines`` over a 4 MiB chunk checks the well-formedness of
+``msgspec.json.Decoder(<4-field Struct>).decode_lines`` over a 1 MiB chunk checks the well-formedness of
 every byte the same way (truncated, glued and garbage lines are rejected) but materializes only the four
 envelope fields: 0.8-0.9x the floor. ``decode_lines`` reads a stream of values rather than lines, so a
 chunk is only taken whole when every line starts with ``{`` and ends with ``}`` (bytes gathered in C) and it
@@ -20,7 +20,6 @@ Without msgspec installed, every line goes through ``orjson`` (sound, 2-3x slowe
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -32,6 +31,7 @@ from operator import attrgetter, itemgetter, sub
 from typing import Any
 
 from sessiontree.format import pi_json as _json
+from sessiontree.format.bulk import bulk_allocation
 from sessiontree.tree.entry_store import Problem
 
 from ._lines import LineTable
@@ -71,7 +71,10 @@ __all__ = [
     "use_msgspec",
 ]
 
-CHUNK_BYTES = 1 << 22
+CHUNK_BYTES = 1 << 20
+"""Bytes scanned at a time. Each chunk is read, searched for newlines, checked and decoded in turn: at 1 MiB
+it stays in the processor's cache between those passes, and a whole open of a 200 MB file took 17% less
+time than with 4 MiB chunks (best of 3 fresh processes, 690 ms against 834 ms; 6.7 MB: 20 against 24 ms)."""
 _REJECTED: tuple[type[BaseException], ...] = (*_DECODE_ERRORS, RecursionError)  # msgspec recurses per level
 _GET_TYPE, _GET_ID = attrgetter("type"), attrgetter("id")
 _GET_PARENT, _GET_TIMESTAMP = attrgetter("parentId"), attrgetter("timestamp")
@@ -177,7 +180,7 @@ def fd_chunks(fd: int, start: int, end: int) -> Iterator[Chunk]:
     the next one is asked for. The partial line at the end of a block is moved to the buffer's front."""
     if start >= end:
         return
-    buf = bytearray(min(CHUNK_BYTES, end - start))  # a few appended lines need no 4 MiB block
+    buf = bytearray(min(CHUNK_BYTES, end - start))  # a few appended lines need no whole block
     view = memoryview(buf)
     pos = start  # the file offset of buf[0]
     held = 0  # bytes of buf holding the file from ``pos``
@@ -213,13 +216,9 @@ def scan(
     With ``resume`` (the result of scanning the bytes before the chunks, which ended with a complete
     line), the lines are added to it: the result is the one a scan of all the bytes would give.
     """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of small allocations, no cycles: collection passes would only cost time
-    try:
+    # millions of small allocations, no cycles: collection passes would only cost time
+    with bulk_allocation():
         return _scan(chunks, first_line, where, resume if resume is not None else ScanResult())
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _scan(chunks: Iterable[Chunk], first_line: int, where: str, out: ScanResult) -> ScanResult:

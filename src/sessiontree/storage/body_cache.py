@@ -3,10 +3,11 @@
 Building a context decodes the entries it needs from JSON, and that is most of its time (a context of a
 session with 10,000 entries decodes about 1 MB); msgpack gives the same values back in less than half of
 that. When a store closes, the entries it decoded (the context, the labels) are encoded again from the
-file's own bytes, never from the dicts callers were given, and written to ``<index>.bodies``; the next open
-of the same file uses them for those positions. Valid, like the index cache, only while the file is the
-same file, at least as long, and has the same first and last 64 KiB up to where they were taken. A value
-msgpack cannot hold as JSON read it (a lone surrogate) is left out.
+file's own bytes, never from the dicts callers were given, and written to ``<index>.bodies``; in the next
+process, a bulk decode (128 entries or more) of the same file reads them and takes those positions from
+there. Valid, like the index cache, only while the file is the same file, at least as long, and has the
+same first and last 64 KiB up to where they were taken. A value msgpack cannot hold as JSON read it (a lone
+surrogate) is left out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import itertools
 import os
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,12 @@ def save(
     st: os.stat_result,
     positions: Iterable[int],
     lines: Callable[[list[int]], list[memoryview]],
+    decoded: Mapping[int, Any] | None = None,
 ) -> None:
     """Keep the entries at ``positions`` of the file ``path`` (open as ``fd``, ``st`` its fstat), packed from
-    their lines as ``lines(positions)`` reads them from the file."""
+    their lines as ``lines(positions)`` reads them from the file (``decoded``: some of them already decoded
+    from those lines, by position)."""
+    known: Mapping[int, Any] = decoded or {}
     wanted = sorted(positions, reverse=True)  # the latest entries first: those a context reads
     at: list[int] = []
     blobs: list[bytes] = []
@@ -121,9 +125,12 @@ def save(
     try:
         for start in range(0, len(wanted), 4096):
             part = wanted[start : start + 4096]
-            for i, raw in zip(part, lines(part), strict=True):
+            unread = [i for i in part if i not in known]
+            read = dict(zip(unread, lines(unread), strict=True))
+            for i in part:
                 try:
-                    blob = _ENCODER.encode(_json.loads(raw))
+                    value = known[i] if i in known else _json.loads(read[i])
+                    blob = _ENCODER.encode(value)
                 except (ValueError, msgspec.EncodeError, OverflowError, UnicodeEncodeError, RecursionError):
                     # not kept: text msgpack cannot hold, or a value nested deeper than its encoder goes
                     continue

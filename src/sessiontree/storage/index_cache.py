@@ -40,6 +40,7 @@ KEEP_BYTES = 1 << 28
 _FORMAT = 1
 _BLOCK = 1 << 16
 _SEP = "\x00"
+_KINDS = (".idx", ".bodies", ".context")  # an index file and what is kept beside it
 
 
 class CachedScan:
@@ -237,10 +238,10 @@ def save(
 
 
 def _prune(directory: Path) -> None:
-    """Remove the least recently used index files (and their body files) beyond ``KEEP`` files or
-    ``KEEP_BYTES`` bytes together."""
+    """Remove the least recently used index files (and their body and context files) beyond ``KEEP`` files
+    or ``KEEP_BYTES`` bytes together."""
     try:
-        found = {e.name: e.stat() for e in os.scandir(directory) if e.name.endswith((".idx", ".bodies"))}
+        found = {e.name: e.stat() for e in os.scandir(directory) if e.name.endswith(_KINDS)}
     except OSError:
         return
     indexes = sorted(
@@ -248,9 +249,9 @@ def _prune(directory: Path) -> None:
     )
     total = 0
     for rank, (_, name) in enumerate(indexes):
-        bodies = name[: -len(".idx")] + ".bodies"
-        total += found[name].st_size + (found[bodies].st_size if bodies in found else 0)
+        kept = [name[: -len(".idx")] + kind for kind in _KINDS]
+        total += sum(found[k].st_size for k in kept if k in found)
         if rank >= KEEP or (rank and total > KEEP_BYTES):
-            for stale in (name, bodies):
+            for stale in kept:
                 with contextlib.suppress(OSError):
                     os.unlink(directory / stale)

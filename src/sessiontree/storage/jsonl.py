@@ -70,6 +70,9 @@ class JsonlStore(JsonlReads, JsonlWrites):
         self._table = LineTable()  # where each entry's line is
         self._cache_stat: tuple[os.stat_result, int] | None = None  # for the index cache, while loading
         self._bodies: body_cache.Bodies | None = None
+        self._bodies_pending: tuple[os.stat_result, int] | None = None
+        self._context_runs: list[tuple[int, int]] | None = None
+        self._context_hit: list[tuple[int, int]] | None = None
         self._next_line = 1
         self._fd: int | None = None  # writer descriptor (O_APPEND), holds the lock
         self._rfd: int | None = None  # reader descriptor for pread
@@ -198,7 +201,8 @@ class JsonlStore(JsonlReads, JsonlWrites):
         head = _read_head(read, size)
         parsed = parse_header(head, where)
         self._reset_index()
-        self._bodies = None
+        self._bodies, self._bodies_pending = None, None
+        self._context_runs = self._context_hit = None
         self._size, self._identity = size, identity
         self._torn = None
         self._clear_on_first_write = False
@@ -371,19 +375,26 @@ class JsonlStore(JsonlReads, JsonlWrites):
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
-                self._save_bodies()
-            if self._fd is not None:
-                try:
-                    if self._dirty:
-                        os.fsync(self._fd)
-                        self._dirty = False
-                finally:
-                    lock.release(self._fd)
-                    os.close(self._fd)
-                    self._fd = None
-            self._drop_reader()
-            self._closed = True
+            try:
+                if not self._closed:
+                    fresh: dict[int, Any] = {}  # entries decoded again from the file's bytes, shared by both
+                    self._save_context(fresh)
+                    self._save_bodies(fresh)
+            finally:  # whatever keeping the caches met, the lock and the descriptors are released
+                self._closed = True
+                self._release()
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            try:
+                if self._dirty:
+                    os.fsync(self._fd)
+                    self._dirty = False
+            finally:
+                lock.release(self._fd)
+                os.close(self._fd)
+                self._fd = None
+        self._drop_reader()
 
     def __del__(self) -> None:
         for name in ("_fd", "_rfd"):

@@ -2,22 +2,25 @@
 
 A base class of ``JsonlStore`` (``jsonl.py`` holds opening and scanning, ``jsonl_writes.py`` the writes):
 entries are read with ``pread`` from a reader descriptor and decoded when asked for; entries an earlier
-process decoded come from the body cache (``body_cache.py``) when it holds them.
+process decoded come from the body cache (``body_cache.py``) when it holds them, and a whole context an
+earlier process built from the same file from the context cache (``context_cache.py``).
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.tree.entry_store import IndexedStore
+from sessiontree.format.bulk import bulk_allocation
+from sessiontree.tree.context import context_from_path, context_indexes
+from sessiontree.tree.entry_store import ContextFields, IndexedStore
+from sessiontree.tree.session_index import PathView
 
 from ..errors import SessionError, StorageError
-from . import _fileio, body_cache, index_cache
+from . import _fileio, body_cache, context_cache, index_cache
 from ._lines import LineTable
 
 __all__ = ["JsonlReads"]
@@ -26,6 +29,9 @@ _READ_GAP = (
     1 << 15
 )  # lines further apart than this are read separately (one pread costs about as much as copying 32 KiB)
 _NEW_BODIES = 16  # a store that decoded fewer entries than this beyond the body cache leaves it as it is
+_BODIES_FOR = 128
+"""The body cache is read (once) for a bulk decode of at least this many entries: reading and indexing it
+costs about as much as decoding a hundred small lines from JSON (the labels of a session, say)."""
 
 
 class JsonlReads(IndexedStore):
@@ -39,6 +45,9 @@ class JsonlReads(IndexedStore):
     _buf: bytes | None
     _identity: tuple[int, int, int] | None
     _bodies: body_cache.Bodies | None
+    _bodies_pending: tuple[os.stat_result, int] | None  # (fstat, entries) at open, until the cache is read
+    _context_runs: list[tuple[int, int]] | None  # the path of the last context built (``note_context``)
+    _context_hit: list[tuple[int, int]] | None  # the path whose context came from the context cache
 
     def _reader(self) -> int:
         if self._rfd is not None:
@@ -91,10 +100,8 @@ class JsonlReads(IndexedStore):
     def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
         cache = self._cache
         missing = sorted({i for i in positions if i not in cache})
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # thousands of new dicts and lists, no cycles: collection passes would only cost time
-        try:
-            bodies = self._bodies
+        with bulk_allocation():  # thousands of new dicts and lists, no cycles: no collection passes
+            bodies = self._read_bodies() if len(missing) >= _BODIES_FOR else self._bodies
             if bodies is not None:  # what an earlier process decoded
                 left = []
                 for i in missing:
@@ -108,9 +115,6 @@ class JsonlReads(IndexedStore):
                 part = missing[start : start + chunk]
                 for i, raw in zip(part, self.raw_views_at(part), strict=True):
                     cache[i] = self._decode_raw(i, raw)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         """The lines at ``positions``; lines close to each other in the file share one read, so a few
@@ -158,22 +162,106 @@ class JsonlReads(IndexedStore):
         return self._table.line(i) if 0 <= i < len(self._table) else None
 
     def _load_bodies(self, st: os.stat_result) -> None:
-        """Take up what an earlier process decoded from this file (``body_cache``), if still valid."""
-        self._bodies = body_cache.load(self._path, self._reader(), st, len(self._ids))
+        """Note that what an earlier process decoded from this file (``body_cache``) may be taken up: it is
+        read when a bulk decode first needs it (``_read_bodies``)."""
+        self._bodies, self._bodies_pending = None, (st, len(self._ids))
 
-    def _save_bodies(self) -> None:
-        """Keep the entries decoded here for the next process (at close), when there are new ones."""
+    def _read_bodies(self) -> body_cache.Bodies | None:
+        """The body cache, read now if it was not yet (``None`` when there is none or it is not valid)."""
+        pending = self._bodies_pending
+        if pending is not None:
+            self._bodies_pending = None
+            st, count = pending
+            try:
+                self._bodies = body_cache.load(self._path, self._reader(), st, count)
+            except (OSError, SessionError):  # the file went away meanwhile: decode from it as always
+                self._bodies = None
+        return self._bodies
+
+    # -- the context cache ------------------------------------------------------------------------------
+    def note_context(self, runs: Sequence[tuple[int, int]]) -> None:
+        self._context_runs = list(runs)
+
+    def _cacheable_stat(self) -> os.stat_result | None:
+        """The file's fstat when the caches may describe it: a large file, on disk, as this store indexed it."""
+        if self._buf is not None or self._rfd is None or not index_cache.enabled():
+            return None
+        st = os.fstat(self._rfd)
+        if st.st_size < index_cache.MIN_BYTES or (st.st_dev, st.st_ino, st.st_size) != self._identity:
+            return None
+        return st
+
+    def cached_context(self, runs: Sequence[tuple[int, int]]) -> ContextFields | None:
+        with self._lock:
+            st = self._cacheable_stat()
+            if st is None:
+                return None
+            with bulk_allocation():  # tens of thousands of new dicts and lists, no cycles
+                found = context_cache.load(self._path, self._reader(), st, len(self._ids), runs)
+            if found is not None:
+                self._context_hit = list(runs)
+            return found
+
+    def _fresh_entries(self, fresh: dict[int, Any], positions: Sequence[int]) -> list[dict[str, Any]]:
+        """The entries at ``positions`` decoded from the file's bytes (kept in ``fresh``), never from the
+        dicts callers were given."""
+        missing = sorted({p for p in positions if p not in fresh})
+        for start in range(0, len(missing), 8192):
+            part = missing[start : start + 8192]
+            for i, raw in zip(part, self.raw_views_at(part), strict=True):
+                fresh[i] = self._decode_raw(i, raw)
+        return [fresh[p] for p in positions]
+
+    def _save_context(self, fresh: dict[int, Any]) -> None:
+        """Keep the context of the last path asked for, built again from the file's bytes (at close)."""
+        runs = self._context_runs
+        if not runs or runs == self._context_hit or runs[-1][1] > len(self._ids):
+            return
+        st = self._cacheable_stat()
+        if st is None:
+            return
+        positions = [p for start, stop in runs for p in range(start, stop)]
+
+        def many(indexes: Sequence[int]) -> list[dict[str, Any]]:
+            return self._fresh_entries(fresh, [positions[k] for k in indexes])
+
+        def preload(indexes: Sequence[int]) -> None:
+            many(indexes)
+
+        view = PathView(
+            self.ids_in(runs),
+            self.types_in(runs),
+            lambda: [self._parents[p] for p in positions],
+            lambda k: many([k])[0],
+            lambda k: self.raw_at(positions[k]),
+            preload,
+            many,
+        )
+        try:
+            needed = [positions[k] for k in context_indexes(view)]  # decodes the latest compaction only
+            if sum(end - start for start, end in self._table.spans_at(needed)) > context_cache.MAX_BYTES:
+                return  # a context this large (a session never compacted) is not decoded again at close
+            built = context_from_path(view)
+        except (OSError, SessionError):  # the file changed or went away meanwhile: nothing to keep
+            return
+        fields = (built.messages, built.thinking_level, built.model, built.active_tool_names)
+        context_cache.save(self._path, self._reader(), st, len(self._ids), runs, fields)
+
+    def _save_bodies(self, fresh: dict[int, Any] | None = None) -> None:
+        """Keep the entries decoded here for the next process (at close), when there are new ones
+        (``fresh``: entries already decoded again from the file's bytes, by position)."""
         if self._buf is not None or self._rfd is None or len(self._cache) < _NEW_BODIES:
             return
-        held = self._bodies.held if self._bodies is not None else frozenset()
+        bodies = self._read_bodies()  # what the file holds now is kept unless there is more to keep
+        held = bodies.held if bodies is not None else frozenset()
         decoded = self._cache.keys()
         if len(decoded - held) < _NEW_BODIES:
             return
         st = os.fstat(self._rfd)
         if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
             return
-        used = self._bodies.used if self._bodies is not None else set()
+        used = bodies.used if bodies is not None else set()
         try:
-            body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at)
+            body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at, fresh)
         except (OSError, SessionError):  # a file that shrank or went away meanwhile: nothing to keep
             return

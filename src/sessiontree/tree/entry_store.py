@@ -6,7 +6,6 @@ interpret messages, labels or leaves (that is the manager's and the context buil
 
 from __future__ import annotations
 
-import gc
 import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
@@ -19,10 +18,12 @@ from typing import Any, Literal
 
 from sessiontree.errors import CorruptSessionError, SessionError
 from sessiontree.format import pi_json as _json
+from sessiontree.format.bulk import bulk_allocation
 
 __all__ = [
     "DURABILITY_MODES",
     "NOTE_KINDS",
+    "ContextFields",
     "Durability",
     "EntryStore",
     "IndexedStore",
@@ -35,6 +36,8 @@ NOTE_KINDS = frozenset({"migrated", "symlink", "changed_on_disk", "stale_leaf", 
 
 Durability = Literal["flush", "fsync", "batch"]
 DURABILITY_MODES: tuple[str, ...] = ("flush", "fsync", "batch")
+ContextFields = tuple[list[dict[str, Any]], Any, dict[str, Any] | None, list[str] | None]
+"""A built context as ``(messages, thinking level, model, active tool names)`` (``SessionContext``'s fields)."""
 
 
 @dataclass(slots=True)
@@ -231,6 +234,15 @@ class EntryStore(ABC):
             j = self.index_of(parent) if parent else None
             out.append(-1 if j is None else j)
         return out
+
+    def note_context(self, runs: Sequence[tuple[int, int]]) -> None:  # noqa: B027 - an optional hook
+        """A context is about to be built from the path ``runs`` (positions, root first): a store that keeps
+        contexts for the next process (the JSONL store's context cache) remembers which."""
+
+    def cached_context(self, runs: Sequence[tuple[int, int]]) -> ContextFields | None:
+        """The context of the path ``runs`` as an earlier process built it from the same content, when the
+        store kept one that is still valid; ``None`` otherwise (the context is then built as always)."""
+        return None
 
     def __enter__(self) -> EntryStore:
         return self
@@ -433,13 +445,9 @@ class IndexedStore(EntryStore):
         ``known_breaks`` (from an index cache): ``(run_starts of the first positions, how many positions)``;
         only the positions after those are compared.
         """
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # large containers of untracked objects: collection passes would only cost time
-        try:
+        # large containers of untracked objects: collection passes would only cost time
+        with bulk_allocation():
             self._install_index(ids, parents, types, timestamps, known_breaks)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _install_index(
         self,

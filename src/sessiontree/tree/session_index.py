@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, overload
 
-from sessiontree.tree.entry_store import EntryStore, Problem
+from sessiontree.tree.entry_store import ContextFields, EntryStore, Problem
 from sessiontree.tree.tree_index import TreeIndex, TreeNode
 
 __all__ = ["LocalIndex", "PathView", "SessionIndex"]
@@ -232,6 +232,11 @@ class SessionIndex(ABC):
         """The entries of the path that building the context at ``leaf_id`` needs (the whole path here)."""
         return self.path_view(leaf_id)
 
+    def cached_context(self, leaf_id: str | None) -> ContextFields | None:
+        """The context at ``leaf_id`` as the back end kept it from an earlier build over the same content
+        (the JSONL store's context cache), or ``None``: then it is built from ``context_view``."""
+        return None
+
     @abstractmethod
     def children(self, entry_id: str) -> list[Entry]:
         """Entries whose parent is ``entry_id`` (pi's ``getChildren``)."""
@@ -349,10 +354,25 @@ class LocalIndex(SessionIndex):
         i = self.store.index_of(leaf_id)
         return [] if i is None else self.tree_index.path_to_root(i)
 
+    def _runs(self, leaf_id: str | None) -> list[tuple[int, int]]:
+        i = None if leaf_id is None else self.store.index_of(leaf_id)
+        return [] if i is None else self.tree_index.path_runs(i)
+
     def path_view(self, leaf_id: str | None) -> PathView:
+        return self._view(self._runs(leaf_id))
+
+    def context_view(self, leaf_id: str | None) -> PathView:
+        runs = self._runs(leaf_id)
+        if runs:
+            self.store.note_context(runs)
+        return self._view(runs)
+
+    def cached_context(self, leaf_id: str | None) -> ContextFields | None:
+        runs = self._runs(leaf_id)
+        return self.store.cached_context(runs) if runs else None
+
+    def _view(self, runs: list[tuple[int, int]]) -> PathView:
         store = self.store
-        i = None if leaf_id is None else store.index_of(leaf_id)
-        runs = [] if i is None else self.tree_index.path_runs(i)
         positions = _RunPositions(runs)
         return PathView(
             store.ids_in(runs),

@@ -1,0 +1,54 @@
+"""``bulk_allocation``: no collection passes inside, the new objects filed as old, the program's gc state kept."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from sessiontree.format.bulk import bulk_allocation
+
+
+@pytest.fixture(autouse=True)
+def _restore_gc() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    if was_enabled:
+        gc.enable()
+
+
+def _young_ids() -> set[int]:
+    return {id(o) for o in gc.get_objects(generation=0)} | {id(o) for o in gc.get_objects(generation=1)}
+
+
+def test_the_objects_built_inside_are_filed_as_old_and_the_collector_is_back_on() -> None:
+    gc.enable()
+    with bulk_allocation():
+        assert not gc.isenabled()
+        built = [{"content": [{"type": "text"}], "n": [k]} for k in range(5_000)]
+    assert gc.isenabled()
+    young = _young_ids()
+    assert not any(id(d) in young or id(d["content"]) in young for d in built)
+    assert built[-1]["n"] == [4_999]
+
+
+def test_objects_a_program_froze_stay_frozen_and_the_new_ones_stay_young() -> None:
+    gc.enable()
+    frozen = [[k] for k in range(100)]
+    gc.freeze()
+    count = gc.get_freeze_count()
+    with bulk_allocation():
+        built = [[k] for k in range(1_000)]
+    assert gc.get_freeze_count() == count >= len(frozen)
+    assert gc.isenabled()
+    young = _young_ids()
+    assert any(id(b) in young for b in built)  # filed as usual: a collection pass will see them
+
+
+def test_a_collector_turned_off_by_the_program_stays_off() -> None:
+    gc.disable()
+    with bulk_allocation():
+        pass
+    assert not gc.isenabled()
