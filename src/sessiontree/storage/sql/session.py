@@ -22,7 +22,9 @@ from sessiontree.storage.search import entry_search_text
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
+from sessiontree.storage.sql.paths import CACHE
 from sessiontree.storage.sql.reading import Pointers, SessionReads
+from sessiontree.storage.sql.rows import Damage, decode_line
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
@@ -55,6 +57,7 @@ class SqlSession(SessionReads):
         self._epoch = self.conn.epoch  # of the connections this session's view was read on
         self._change = _CHANGED
         self._lost: list[Problem] = []
+        self._written: dict[str, tuple[int, bytes]] = {}  # entries this writer stored: id -> (seq, line)
         self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -117,6 +120,7 @@ class SqlSession(SessionReads):
         if not self._load():  # the session row itself was lost: it is written again with the next entry
             self._forget_stored()
         self._present.clear()  # ids known to exist may have been lost
+        self._written.clear()
         self._snapshot = self._state()
         self._generation += 1
 
@@ -180,6 +184,7 @@ class SqlSession(SessionReads):
         for entry_id in self._appended:
             self._pointers.pop(entry_id, None)
             self._present.discard(entry_id)
+            self._written.pop(entry_id, None)
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
         self._walks.clear()  # a walk may pass rows that were rolled back (their seqs will be used again)
@@ -278,6 +283,10 @@ class SqlSession(SessionReads):
 
     def _insert(self, entry: Mapping[str, Any], line: bytes) -> None:
         row, text = self._row(entry, line, None)
+        if not self._irregular:
+            if len(self._written) >= CACHE:
+                self._written.clear()
+            self._written[str(entry["id"])] = (row[1], line)
         self.conn.execute(_INSERT_ENTRY, row)
         if text is not None:
             self.conn.execute(_INSERT_TEXT, text)
@@ -376,6 +385,29 @@ class SqlSession(SessionReads):
             known[entry_id] = pointers
         self._loaded = None
         return row, None if text is None else (display(text), self.session_id, key(entry_id))
+
+    # -- reads of what this writer wrote ------------------------------------------------------------------
+    def position(self, entry_id: str) -> int | None:
+        """As the store answers, without asking it for an entry this writer stored (the harness reads each
+        new entry back when it extends its context)."""
+        written = None if self._irregular else self._written.get(entry_id)
+        return written[0] - 1 if written is not None else super().position(entry_id)
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        written = None if self._irregular else self._written.get(entry_id)
+        if written is None:
+            return super().get_entry(entry_id)
+        seq, line = written
+        entry = self._entries.get(seq)
+        if entry is None:
+            try:
+                entry = decode_line(line, str(self.location))
+            except Damage:
+                return super().get_entry(entry_id)
+            if len(self._entries) >= CACHE:
+                self._entries.clear()
+            self._entries[seq] = entry
+        return entry
 
     def record_problems(self, problems: Sequence[Problem]) -> None:
         """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""
