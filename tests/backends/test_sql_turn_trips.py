@@ -116,3 +116,87 @@ def test_a_pooled_connection_the_server_closed_is_replaced_unseen(
         assert pool_checks, "the closed connection was not checked"
         assert [e["id"] for e in manager.get_entries()] == [first, after]
         manager.close()
+
+
+def test_an_append_sends_three_statements(sql_url: str) -> None:
+    """An append of one message, its own transaction, once the writer holds its lease: the lease renewal,
+    the check that the new id is free, and the rest (PostgreSQL: the entry, its search text and the session
+    row in one statement)."""
+    with open_repo(sql_url) as repo:
+        manager = repo.create("/work/project")
+        manager.append_message(user("first"))
+        sent = _counting(manager.index.conn)  # type: ignore[attr-defined]
+        manager.append_message(user("second"))
+        expected = 3 if sql_url.startswith("postgresql") else 5
+        assert len(sent) == expected, sent
+        assert [m["content"] for m in manager.build_session_context().messages] == [
+            "user first",
+            "user second",
+        ]
+        manager.close()
+
+
+def test_rows_held_for_the_commit_are_seen_by_reads_inside_the_transaction(sql_url: str) -> None:
+    """Reads that ask the store inside the transaction see the entries it appended (PostgreSQL sends them
+    first, before the read's own statement)."""
+    with open_repo(sql_url) as repo:
+        manager = repo.create("/work/project")
+        first = manager.append_message(user("first"))
+        index: Any = manager.index
+        with manager.transaction():
+            a = manager.append_message(user("a"))
+            manager.branch(first)
+            b = manager.append_message(user("b"))
+            assert [e["id"] for e in index.children(first)] == [a, b]
+            assert [e["id"] for e in index.entries()] == [first, a, b]
+        reader = repo.open(manager.get_session_id(), read_only=True)
+        assert [e["id"] for e in reader.get_entries()] == [first, a, b]
+        reader.close()
+        manager.close()
+
+
+def _lease_left_ms(url: str, sid: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url.split("?", 1)[0]) as conn:
+        row = conn.execute(
+            "SELECT expires_at_ms - CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) "
+            "FROM st_writer_leases WHERE session_id = %s",
+            (sid,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_transaction_that_lasted_renews_the_lease_at_its_end(postgres_url: str) -> None:
+    """A transaction open longer than a third of the lease's time to live renews it again with its rows: the
+    lease left after the commit is nearly a whole time to live."""
+    from tests.backends.conftest import with_options
+
+    with open_repo(with_options(postgres_url, lease_ttl_ms=3000)) as repo:
+        manager = repo.create("/work/project")
+        manager.append_message(user("first"))
+        with manager.transaction():
+            manager.append_message(user("slow"))
+            time.sleep(1.5)
+        assert _lease_left_ms(postgres_url, manager.get_session_id()) > 2000
+        assert [m["content"] for m in manager.build_session_context().messages] == ["user first", "user slow"]
+        manager.close()
+
+
+def test_a_transaction_that_outlived_its_lease_writes_nothing(postgres_url: str) -> None:
+    from sessiontree.errors import SessionLockedError
+    from tests.backends.conftest import with_options
+
+    with open_repo(with_options(postgres_url, lease_ttl_ms=400)) as repo:
+        manager = repo.create("/work/project")
+        first = manager.append_message(user("first"))
+        with pytest.raises(SessionLockedError) as caught, manager.transaction():
+            manager.append_message(user("too late"))
+            time.sleep(0.8)
+        assert caught.value.kind == "lease_lost"
+        assert manager.get_leaf_id() == first
+        reader = repo.open(manager.get_session_id(), read_only=True)
+        assert [e["id"] for e in reader.get_entries()] == [first]
+        reader.close()
+        manager.close()

@@ -130,6 +130,7 @@ class PgConn(Conn):
         import psycopg
 
         with self._lock:
+            self._before_statement()
             try:
                 if self._held is not None:
                     return self._run(self._held, sql, params, fetch)
@@ -137,6 +138,12 @@ class PgConn(Conn):
                     return self._run(conn, sql, params, fetch)
             except psycopg.Error as exc:
                 raise _pg_error(self.display, what, exc) from exc
+
+    def _before_statement(self) -> None:
+        hook = self.before_statement
+        if hook is not None and self._held is not None:
+            self.before_statement = None
+            hook()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         result: list[Row] = self._call(sql, params, True, "a query")
@@ -150,6 +157,7 @@ class PgConn(Conn):
         import psycopg
 
         with self._lock:
+            self._before_statement()
             try:
                 if self._held is not None:
                     with self._held.cursor() as cur:
@@ -180,7 +188,7 @@ class PgConn(Conn):
                         yield
                         committing = True
                     finally:
-                        self._held, self._depth = None, 0
+                        self._held, self._depth, self.before_statement = None, 0, None
             except psycopg.Error as exc:
                 raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
 
