@@ -200,3 +200,28 @@ def test_a_transaction_that_outlived_its_lease_writes_nothing(postgres_url: str)
         assert [e["id"] for e in reader.get_entries()] == [first]
         reader.close()
         manager.close()
+
+
+@pytest.mark.parametrize("count", [3, 70], ids=["few", "many"])
+def test_a_transaction_of_many_kinds_of_entries_stores_them_all(sql_url: str, count: int) -> None:
+    """Entries with and without search text in one transaction (each append's check of its new id sends
+    the rows held before it; the last append's go with the commit): a fresh reader gets every one, in
+    order, with the session row's counts and the search text."""
+    with open_repo(sql_url) as repo:
+        manager = repo.create("/work/project")
+        first = manager.append_message(user("first"))
+        ids = [first]
+        with manager.transaction():
+            for k in range(count):
+                ids.append(manager.append_message(user(f"m{k}")))
+                ids.append(manager.append_label_change(first, f"label {k}"))
+                ids.append(manager.append_model_change("p", f"model {k}"))
+        sid = manager.get_session_id()
+        manager.close()
+        reader = repo.open(sid, read_only=True)
+        assert [e["id"] for e in reader.get_entries()] == ids
+        assert reader.get_label(first) == f"label {count - 1}"
+        reader.close()
+        (info,) = [s for s in repo.list() if s.id == sid]
+        assert info.message_count == count + 1
+        assert [hit.entry_id for hit in repo.search(f"m{count - 1}")][:1] == [ids[-3]]
