@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from sessiontree.errors import StorageError
@@ -72,6 +72,9 @@ class Conn:
 
     _depth = 0
     _owner: int | None = None  # the thread whose transaction is open
+    before_statement: Callable[[], None] | None = None
+    """Run (once, then forgotten) before the next statement of the open transaction: a writer that holds rows
+    back to send them with its commit sends them first, so that every statement sees them."""
 
     @property
     def in_transaction(self) -> bool:

@@ -133,16 +133,28 @@ class WriterLease:
 
     def renew(self) -> None:
         """Extend the lease inside the caller's write transaction; ``SessionLockedError`` when it is lost."""
+        sql, params = self.renewal()
+        epoch = self.conn.epoch
+        self.renewed(self.conn.execute(sql, params), epoch)
+
+    def renewal(self) -> tuple[str, tuple[object, ...]]:
+        """The statement that extends the lease (it changes one row when the lease is still this writer's)
+        and its parameters, for ``renewed`` to judge; ``SessionLockedError`` when no lease is held."""
         if self.fence is None:
             raise SessionLockedError(f"{self.conn.display}#{self.session_id}: this writer holds no lease")
+        if self.lost is not None:
+            raise SessionLockedError(self.lost, kind="lease_lost")
+        now = _now(self.conn)
+        return (
+            f"UPDATE st_writer_leases SET expires_at_ms = {now} + ? "
+            f"WHERE session_id = ? AND owner = ? AND fence = ? AND expires_at_ms > {now}",
+            (self.ttl_ms, self.session_id, self.owner, self.fence),
+        )
+
+    def renewed(self, changed: int, epoch: int) -> None:
+        """After the ``renewal`` statement changed ``changed`` rows on connections of ``epoch``: nothing when
+        it renewed the lease, else ``SessionLockedError`` saying why (inside the same transaction)."""
         if self.lost is None:
-            now = _now(self.conn)
-            epoch = self.conn.epoch
-            changed = self.conn.execute(
-                f"UPDATE st_writer_leases SET expires_at_ms = {now} + ? "
-                f"WHERE session_id = ? AND owner = ? AND fence = ? AND expires_at_ms > {now}",
-                (self.ttl_ms, self.session_id, self.owner, self.fence),
-            )
             if changed == 1:
                 self._confirmed = epoch
                 return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from sessiontree.storage.sql.conn import (
     storage_error,
 )
 
-__all__ = ["PgConn", "open_pool"]
+__all__ = ["PgConn", "check_connection", "open_pool"]
 
 
 def open_pool(target: str, display: str, pool_size: int, configure: Callable[[Any], None]) -> Any:
@@ -58,7 +59,7 @@ def open_pool(target: str, display: str, pool_size: int, configure: Callable[[An
         max_size=pool_size,
         kwargs=kwargs,
         configure=configure,
-        check=ConnectionPool.check_connection,
+        check=check_connection,
         timeout=POOL_TIMEOUT_S,
         open=False,
         name="sessiontree",
@@ -69,6 +70,29 @@ def open_pool(target: str, display: str, pool_size: int, configure: Callable[[An
         pool.close()
         raise StorageError(f"{display}: cannot connect: {_one_line(exc)}") from exc
     return pool
+
+
+def check_connection(conn: Any) -> None:
+    """The pool's check of a connection it hands out, without a round trip when none is needed.
+
+    An idle connection that is still open has nothing to read; one the server closed (a restart, a crash,
+    a terminated backend) is readable: the server's goodbye, or the end of the stream. Only then, or when
+    the socket cannot be polled, is the round trip of psycopg's own check made, which raises for a dead
+    connection so that the pool replaces it before the caller sees it.
+    """
+    from psycopg import pq
+    from psycopg_pool import ConnectionPool
+
+    pgconn = conn.pgconn
+    if pgconn.status == pq.ConnStatus.OK and pgconn.transaction_status == pq.TransactionStatus.IDLE:
+        try:
+            poller = select.poll()
+            poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
+            if not poller.poll(0):
+                return
+        except (OSError, ValueError, AttributeError):  # no socket to poll: ask the server
+            pass
+    ConnectionPool.check_connection(conn)
 
 
 class PgConn(Conn):
@@ -106,6 +130,7 @@ class PgConn(Conn):
         import psycopg
 
         with self._lock:
+            self._before_statement()
             try:
                 if self._held is not None:
                     return self._run(self._held, sql, params, fetch)
@@ -113,6 +138,12 @@ class PgConn(Conn):
                     return self._run(conn, sql, params, fetch)
             except psycopg.Error as exc:
                 raise _pg_error(self.display, what, exc) from exc
+
+    def _before_statement(self) -> None:
+        hook = self.before_statement
+        if hook is not None and self._held is not None:
+            self.before_statement = None
+            hook()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         result: list[Row] = self._call(sql, params, True, "a query")
@@ -126,6 +157,7 @@ class PgConn(Conn):
         import psycopg
 
         with self._lock:
+            self._before_statement()
             try:
                 if self._held is not None:
                     with self._held.cursor() as cur:
@@ -156,7 +188,7 @@ class PgConn(Conn):
                         yield
                         committing = True
                     finally:
-                        self._held, self._depth = None, 0
+                        self._held, self._depth, self.before_statement = None, 0, None
             except psycopg.Error as exc:
                 raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
 

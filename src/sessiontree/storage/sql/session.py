@@ -22,7 +22,10 @@ from sessiontree.storage.search import entry_search_text
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
+from sessiontree.storage.sql.one_statement import MAX_ROWS, statement
+from sessiontree.storage.sql.paths import CACHE
 from sessiontree.storage.sql.reading import Pointers, SessionReads
+from sessiontree.storage.sql.rows import Damage, decode_line
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
@@ -39,6 +42,10 @@ _INSERT_ENTRY = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_TEXT = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
+_UPDATE_SESSION = (
+    "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
+    "modified_ms = ?, irregular = ? WHERE id = ?"
+)
 _State = tuple[
     tuple[int, tuple[str, str, str | None] | None, bool, bool],
     tuple[str | None, int, str | None, float | None],
@@ -55,6 +62,10 @@ class SqlSession(SessionReads):
         self._epoch = self.conn.epoch  # of the connections this session's view was read on
         self._change = _CHANGED
         self._lost: list[Problem] = []
+        self._written: dict[str, tuple[int, bytes]] = {}  # entries this writer stored: id -> (seq, line)
+        # PostgreSQL: rows of the open transaction held back to go with its end in one statement
+        self._held_rows: list[tuple[Any, ...]] = []
+        self._held_texts: list[tuple[Any, ...]] = []
         self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -117,6 +128,7 @@ class SqlSession(SessionReads):
         if not self._load():  # the session row itself was lost: it is written again with the next entry
             self._forget_stored()
         self._present.clear()  # ids known to exist may have been lost
+        self._written.clear()
         self._snapshot = self._state()
         self._generation += 1
 
@@ -167,6 +179,7 @@ class SqlSession(SessionReads):
             raise
         finally:
             self._appended, self._renewed = [], None
+            self._held_rows, self._held_texts = [], []
 
     def _undo(
         self,
@@ -180,6 +193,7 @@ class SqlSession(SessionReads):
         for entry_id in self._appended:
             self._pointers.pop(entry_id, None)
             self._present.discard(entry_id)
+            self._written.pop(entry_id, None)
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
         self._walks.clear()  # a walk may pass rows that were rolled back (their seqs will be used again)
@@ -237,20 +251,40 @@ class SqlSession(SessionReads):
         updated again and again in one PostgreSQL transaction makes each later statement slower), and
         the lease renewed again when the transaction took long."""
         info = self._info
-        self.conn.execute(
-            "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
-            "modified_ms = ?, irregular = ? WHERE id = ?",
-            (
-                self._count,
-                display(info.name),
-                info.message_count,
-                display(info.first_message),
-                int(info.last_activity) if info.last_activity is not None else None,
-                1 if self._irregular else 0,
-                self.session_id,
-            ),
+        update = (
+            self._count,
+            display(info.name),
+            info.message_count,
+            display(info.first_message),
+            int(info.last_activity) if info.last_activity is not None else None,
+            1 if self._irregular else 0,
+            self.session_id,
         )
+        if self._held_rows and len(self._held_rows) <= MAX_ROWS:
+            self.conn.before_statement = None
+            rows, texts = self._held_rows, self._held_texts
+            self._held_rows, self._held_texts = [], []
+            epoch, now = self.conn.epoch, time.monotonic()
+            renew = self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000
+            renewal = self._lease.renewal() if renew else None
+            sql, params = statement(renewal, rows, texts, (_UPDATE_SESSION, update))
+            found = self.conn.query_one(sql, params)
+            if renew:
+                self._lease.renewed(int(found[0]) if found else 0, epoch)
+                self._renewed = now
+            return
+        self._send_held()
+        self.conn.execute(_UPDATE_SESSION, update)
         self._renew()
+
+    def _send_held(self) -> None:
+        """The rows held back for the end of the transaction, sent now (another statement comes first)."""
+        self.conn.before_statement = None
+        rows, texts = self._held_rows, self._held_texts
+        self._held_rows, self._held_texts = [], []
+        if rows:
+            self._renew()
+            self._flush(rows, texts)
 
     def _create_row(self) -> None:
         header = self._header
@@ -278,6 +312,16 @@ class SqlSession(SessionReads):
 
     def _insert(self, entry: Mapping[str, Any], line: bytes) -> None:
         row, text = self._row(entry, line, None)
+        if not self._irregular:
+            if len(self._written) >= CACHE:
+                self._written.clear()
+            self._written[str(entry["id"])] = (row[1], line)
+        if self.conn.dialect == "postgresql":  # sent with the end of the transaction (``_finish``)
+            self._held_rows.append(row)
+            if text is not None:
+                self._held_texts.append(text)
+            self.conn.before_statement = self._send_held
+            return
         self.conn.execute(_INSERT_ENTRY, row)
         if text is not None:
             self.conn.execute(_INSERT_TEXT, text)
@@ -376,6 +420,29 @@ class SqlSession(SessionReads):
             known[entry_id] = pointers
         self._loaded = None
         return row, None if text is None else (display(text), self.session_id, key(entry_id))
+
+    # -- reads of what this writer wrote ------------------------------------------------------------------
+    def position(self, entry_id: str) -> int | None:
+        """As the store answers, without asking it for an entry this writer stored (the harness reads each
+        new entry back when it extends its context)."""
+        written = None if self._irregular else self._written.get(entry_id)
+        return written[0] - 1 if written is not None else super().position(entry_id)
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        written = None if self._irregular else self._written.get(entry_id)
+        if written is None:
+            return super().get_entry(entry_id)
+        seq, line = written
+        entry = self._entries.get(seq)
+        if entry is None:
+            try:
+                entry = decode_line(line, str(self.location))
+            except Damage:
+                return super().get_entry(entry_id)
+            if len(self._entries) >= CACHE:
+                self._entries.clear()
+            self._entries[seq] = entry
+        return entry
 
     def record_problems(self, problems: Sequence[Problem]) -> None:
         """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""

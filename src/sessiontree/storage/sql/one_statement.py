@@ -1,0 +1,81 @@
+"""PostgreSQL: the end of a write transaction in one statement, one round trip to the server instead of one per
+statement: the entries and their search text inserted, the session row updated, and the writer lease
+renewed again when the transaction has lasted a third of its time to live.
+
+The transaction renewed the lease at its first write (which keeps the lease row locked until the commit);
+when this statement renews it again, the inserts and the update are made only when that renewal changed the
+lease row (data-modifying ``WITH`` parts that read the renewal's ``RETURNING``), so a writer whose lease
+expired writes nothing; the statement then returns how many lease rows it renewed, for
+``WriterLease.renewed`` to judge (the transaction is rolled back when it is not one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["ENTRY_COLUMNS", "MAX_ROWS", "TEXT_COLUMNS", "statement"]
+
+ENTRY_COLUMNS = (
+    "session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
+    "compaction_seq, model_seq, thinking_seq, tools_seq, target_id"
+)
+TEXT_COLUMNS = "text, session_id, entry_id"
+_ENTRY_TYPES = (
+    "text", "bigint", "text", "text", "text", "text", "bytea",
+    "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "text",
+)  # fmt: skip
+_TEXT_TYPES = ("text", "text", "text")
+MAX_ROWS = 64
+"""At most this many entries go in one statement (a larger transaction sends them in batches first)."""
+
+_RENEWED = "EXISTS (SELECT 1 FROM lease)"
+
+
+def _placeholders(width: int) -> str:
+    return "(" + ", ".join(["?"] * width) + ")"
+
+
+def statement(
+    renewal: tuple[str, Sequence[Any]] | None,
+    rows: Sequence[Sequence[Any]],
+    texts: Sequence[Sequence[Any]],
+    session_update: tuple[str, Sequence[Any]],
+) -> tuple[str, list[Any]]:
+    """The statement and its parameters. ``renewal`` is the lease's ``UPDATE`` statement (``None`` when the
+    transaction renewed the lease recently: its row stays locked until the commit), ``rows`` and
+    ``texts`` the rows for ``st_entries`` (``ENTRY_COLUMNS``) and ``st_entry_text`` (``TEXT_COLUMNS``), and
+    ``session_update`` an ``UPDATE st_sessions … WHERE id = ?`` statement; all with ``?`` placeholders."""
+    if not rows or len(rows) > MAX_ROWS:
+        raise ValueError(f"one statement takes 1 to {MAX_ROWS} entries, not {len(rows)}")
+    update_sql, update_params = session_update
+    parts: list[str] = []
+    params: list[Any] = []
+    if renewal is not None:
+        parts.append(f"lease AS ({renewal[0]} RETURNING 1)")
+        params.extend(renewal[1])
+    when = _RENEWED if renewal is not None else "TRUE"
+    parts.append(
+        f"entries AS (INSERT INTO st_entries ({ENTRY_COLUMNS}) SELECT * FROM (VALUES "
+        f"{_rows(_ENTRY_TYPES, len(rows))}) AS v WHERE {when})"
+    )
+    for row in rows:
+        params.extend(row)
+    if texts:
+        parts.append(
+            f"texts AS (INSERT INTO st_entry_text ({TEXT_COLUMNS}) SELECT * FROM (VALUES "
+            f"{_rows(_TEXT_TYPES, len(texts))}) AS v WHERE {when})"
+        )
+        for text in texts:
+            params.extend(text)
+    parts.append(f"session AS ({update_sql} AND {when})")
+    params.extend(update_params)
+    counted = "SELECT COUNT(*) FROM lease" if renewal is not None else "SELECT 1"
+    return "WITH " + ", ".join(parts) + " " + counted, params
+
+
+def _rows(types: Sequence[str], count: int) -> str:
+    """``count`` rows of placeholders, the first typed: a ``VALUES`` list read by a ``SELECT`` has no target
+    columns to take its types from."""
+    first = "(" + ", ".join(f"CAST(? AS {t})" for t in types) + ")"
+    return ", ".join([first, *[_placeholders(len(types))] * (count - 1)])
