@@ -83,5 +83,7 @@ class AsyncSession:
         return await self.run(SessionManager.append_custom_entry, custom_type, data)
 
     async def sync(self) -> None:
-        """Make every write durable now (a save point)."""
-        await self.run(SessionManager.sync)
+        """Make every write durable now (a save point); nothing to do, and no call, for a store whose commits are
+        as durable as they get (the SQL back ends)."""
+        if not self.manager.store.durable_on_commit:
+            await self.run(SessionManager.sync)

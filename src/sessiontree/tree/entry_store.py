@@ -97,6 +97,9 @@ class EntryStore(ABC):
     generation: int
     remote: bool = False
     """Whether calls can wait on a network (SQL servers): async callers run them in a worker thread."""
+    durable_on_commit: bool = False
+    """Whether every write is as durable as it will get once it returns (``sync`` then does nothing), so
+    callers can skip calling it (a worker-thread hop per save point for a remote store)."""
 
     @abstractmethod
     def __len__(self) -> int:

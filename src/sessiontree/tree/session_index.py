@@ -173,6 +173,9 @@ class SessionIndex(ABC):
         """Whether calls can wait on a network: async callers run them in a worker thread."""
         return False
 
+    durable_on_commit: bool = False
+    """Whether every write is as durable as it gets once it returns (``sync`` does nothing; callers may skip it)."""
+
     @property
     def change_reason(self) -> str:
         """Why the session was last read again (``generation`` changed), as the manager's note says it."""

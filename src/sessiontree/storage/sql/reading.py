@@ -54,6 +54,7 @@ class SessionReads(PathReads, SessionIndex):
     """
 
     atomic = True
+    durable_on_commit = True  # each commit is as durable as the store's option makes it
 
     def __init__(self, db: Database, session_id: str, *, read_only: bool) -> None:
         self.db = db
