@@ -32,6 +32,7 @@ from sessiontree.storage.sql.rows import (
 )
 from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import key
+from sessiontree.storage.sql.tree_rows import ColumnTree
 from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem
 from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
@@ -403,6 +404,16 @@ class SessionReads(PathReads, SessionIndex):
         return self._checked(by_pointers, lambda w: w.children(entry_id))
 
     def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
+        if not self._irregular:
+            # from the key columns, checked as they are read (``tree_rows.py``); no line is decoded
+            try:
+                columns = ColumnTree(
+                    self.conn, self.session_id, self._count, str(self.location), self._distrust
+                )
+            except Damage as exc:
+                self._distrust(exc)
+            else:
+                return LocalIndex(columns).tree(labels)
         return self._whole().tree(labels)
 
     def cycle_problems(self) -> list[Problem]:

@@ -22,6 +22,7 @@ from sessiontree.storage.search import SearchHit, query_terms, snippet
 from sessiontree.storage.session_dirs import SessionInfo, _dt, resolve_cwd
 from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate, refuse_newer
+from sessiontree.storage.sql.search_rows import SEQ_BITS, delete_session_text, line_text
 from sessiontree.storage.sql.session import SqlSession
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.storage.stored_ids import storable_session_id
@@ -191,7 +192,7 @@ class SqlRepo(Repo[M]):
         except SessionNotFoundError:  # no such store: nothing to delete (and nothing is created)
             return
         with self._conn.transaction():
-            self._conn.execute("DELETE FROM st_entry_text WHERE session_id = ?", (session_id,))
+            delete_session_text(self._conn, session_id)
             self._conn.execute("DELETE FROM st_entries WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_writer_leases WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_sessions WHERE id = ?", (session_id,))
@@ -249,12 +250,16 @@ class SqlRepo(Repo[M]):
             where, params = " AND s.cwd = ?", [display(resolve_cwd(cwd))]
         if self.db.dialect == "sqlite":
             match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
-            rows = self._conn.query(
-                "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
-                "JOIN st_sessions s ON s.id = t.session_id "
-                f"WHERE st_entry_text MATCH ?{where} ORDER BY rank LIMIT ?",
+            # the index holds no text: a hit's row is found by its rowid, its snippet taken from its line
+            found = self._conn.query(
+                "SELECT k.session_id, e.id, e.line, s.name FROM st_entry_text t "
+                f"JOIN st_search_keys k ON k.num = t.rowid >> {SEQ_BITS} "
+                f"JOIN st_entries e ON e.session_id = k.session_id AND e.seq = t.rowid & {(1 << SEQ_BITS) - 1} "
+                "JOIN st_sessions s ON s.id = k.session_id "
+                f"WHERE st_entry_text MATCH ?{where} ORDER BY t.rank LIMIT ?",
                 (match, *params, limit),
             )
+            rows = [(sid, eid, line_text(line), name) for sid, eid, line, name in found]
         else:
             rows = self._conn.query(
                 "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
@@ -265,6 +270,7 @@ class SqlRepo(Repo[M]):
         return [
             SearchHit(str(sid), str(unkey(eid)), snippet(body, terms), name, f"{self.display}#{sid}")
             for sid, eid, body, name in rows
+            if body is not None
         ]
 
     # -- copy ------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
 from sessiontree.storage.sql.reading import Pointers, SessionReads
+from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
@@ -38,7 +39,6 @@ _INSERT_ENTRY = (
     "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_TEXT = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
 _State = tuple[
     tuple[int, tuple[str, str, str | None] | None, bool, bool],
     tuple[str | None, int, str | None, float | None],
@@ -280,7 +280,7 @@ class SqlSession(SessionReads):
         row, text = self._row(entry, line, None)
         self.conn.execute(_INSERT_ENTRY, row)
         if text is not None:
-            self.conn.execute(_INSERT_TEXT, text)
+            self.conn.execute(insert_text_sql(self.conn.dialect), text)
 
     def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
         """Insert many entries, each with its exact line, in one transaction and in batches of statements
@@ -306,7 +306,7 @@ class SqlSession(SessionReads):
         if rows:
             self.conn.executemany(_INSERT_ENTRY, rows)
         if texts:
-            self.conn.executemany(_INSERT_TEXT, texts)
+            self.conn.executemany(insert_text_sql(self.conn.dialect), texts)
         rows.clear()
         texts.clear()
         self._renew()
@@ -375,7 +375,9 @@ class SqlSession(SessionReads):
         if known is not None:
             known[entry_id] = pointers
         self._loaded = None
-        return row, None if text is None else (display(text), self.session_id, key(entry_id))
+        if text is None:
+            return row, None
+        return row, text_params(self.conn.dialect, self.session_id, seq, key(entry_id), text)
 
     def record_problems(self, problems: Sequence[Problem]) -> None:
         """Keep what was found wrong in the source of an imported session (shown by ``problems``)."""

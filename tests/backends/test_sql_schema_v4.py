@@ -1,0 +1,193 @@
+"""Schema 4: SQLite's search index keeps no copy of the text (hits are joined to their entry rows and their
+snippets taken from the lines), the index of children holds branch points only, and a database at schema 3
+(built and filled by schema 3's code) is upgraded in place on first use, reading the same sessions and
+search results as a store the same sessions are copied into. The tree is read from the key columns."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree import SessionManager, open_repo
+from sessiontree.storage.repository import Repo
+from sessiontree.storage.sql import loaded
+from sessiontree.storage.sql.schema import SCHEMA_VERSION
+from sessiontree.tree.tree_index import preload_entries
+from tests.backends.damage import Plain, as_file, shape
+from tests.backends.old_schema import schema_at
+from tests.backends.test_sql_damage import build
+from tests.builders import assistant, user
+
+QUERIES = ("parser timeout", "timeout", "story", "named", "three", "élan", "nothing-matches-this")
+
+
+def _fill(repo: Repo[SessionManager]) -> list[str]:
+    """Three sessions: the damage tests' (branches, a compaction, a label), one with words to search, and
+    one with a name; their ids."""
+    ids = [build(repo)]
+    m = repo.create("/work/other")
+    m.append_message(user("the parser hit a timeout"))
+    m.append_message(assistant("raise the timeout of the parser"))
+    m.append_message(user("Élan and elan, accents folded"))
+    ids.append(m.get_session_id())
+    m.close()
+    m = repo.create("/work/other")
+    m.append_message(user("a timeout in a named session"))
+    m.append_session_info("named one")
+    ids.append(m.get_session_id())
+    m.close()
+    return ids
+
+
+def _search(repo: Repo[SessionManager], query: str) -> list[tuple[Any, ...]]:
+    return [(h.session_id, h.entry_id, h.snippet, h.session_name) for h in repo.search(query)]
+
+
+def _shapes(repo: Repo[SessionManager], ids: list[str]) -> list[Any]:
+    out = []
+    for sid in ids:
+        manager = repo.open(sid, read_only=True)
+        out.append(shape(manager))
+        manager.close()
+    return out
+
+
+def _copy(source: Repo[SessionManager], target: Repo[SessionManager], ids: list[str]) -> None:
+    for sid in ids:
+        block, lines = source.export(sid)
+        target.import_session(block, [line.rstrip(b"\n") for line in lines])
+
+
+def test_a_schema_3_database_is_upgraded_in_place_and_reads_the_same(sql_url: str, tmp_path: Path) -> None:
+    with schema_at(3), open_repo(sql_url) as old:
+        ids = _fill(old)
+        before = _shapes(old, ids)
+        assert old.schema_version() == 3
+    with open_repo(sql_url) as repo:
+        hits = {q: _search(repo, q) for q in QUERIES}  # the first use upgrades the database
+        assert repo.schema_version() == SCHEMA_VERSION == 4
+        assert _shapes(repo, ids) == before
+        with open_repo(f"sqlite:///{tmp_path}/copy.db") as fresh:
+            _copy(repo, fresh, ids)
+            assert {q: _search(fresh, q) for q in QUERIES} == hits
+    assert [h[0] for h in hits["parser timeout"]] == [ids[1], ids[1]]
+    assert "timeout" in hits["parser timeout"][0][2] and hits["nothing-matches-this"] == []
+    assert {h[0] for h in hits["élan"]} == {ids[1]}  # diacritics folded, as before
+    assert {h[3] for h in hits["named"]} == {"named one"}
+
+
+def test_search_after_the_upgrade_follows_new_writes_and_deletes(sql_url: str) -> None:
+    with schema_at(3), open_repo(sql_url) as old:
+        ids = _fill(old)
+    with open_repo(sql_url) as repo:
+        assert {h[0] for h in _search(repo, "timeout")} == {ids[1], ids[2]}
+        repo.delete(ids[1])
+        assert {h[0] for h in _search(repo, "timeout")} == {ids[2]}
+        m = repo.create("/work/new")
+        m.append_message(user("a timeout after the upgrade"))
+        new = m.get_session_id()
+        m.close()
+        got = _search(repo, "timeout")
+        assert {h[0] for h in got} == {ids[2], new}
+        assert any("after the upgrade" in h[2] for h in got)
+        repo.delete(new)
+        repo.delete(ids[2])
+        assert _search(repo, "timeout") == []
+    if sql_url.startswith("sqlite:"):
+        db = sqlite3.connect(sql_url.split("///", 1)[1])
+        try:
+            # the words of deleted sessions left the index, and the text is kept nowhere in it
+            assert db.execute(
+                "SELECT COUNT(*) FROM st_entry_text WHERE st_entry_text MATCH 'timeout'"
+            ).fetchone() == (0,)
+            assert db.execute("SELECT COUNT(*) FROM st_entry_text WHERE text IS NOT NULL").fetchone() == (0,)
+            numbers = [r[0] for r in db.execute("SELECT num FROM st_search_keys ORDER BY num")]
+            assert numbers == [1]  # the session left; the one made after the upgrade had number 4, and the
+            # numbers of deleted sessions are not given again
+            assert db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'st_search_keys'").fetchone() == (4,)
+        finally:
+            db.close()
+
+
+def test_the_index_of_children_keeps_branch_points_only(sql_url: str) -> None:
+    with open_repo(sql_url) as repo:
+        sid = build(repo)
+        manager = repo.open(sid, read_only=True)
+        file_children = {
+            str(e["id"]): [c["id"] for c in manager.get_children(str(e["id"]))] for e in manager.get_entries()
+        }
+        manager.close()
+    plain = Plain(sql_url)
+    try:
+        (branch_rows,) = plain.query(
+            "SELECT COUNT(*) FROM st_entries WHERE session_id = ? AND (parent_seq IS NULL OR parent_seq <> seq - 1)",
+            (sid,),
+        )[0]
+        assert branch_rows < len(file_children) // 2
+        with open_repo(sql_url) as repo:
+            manager = repo.open(sid, read_only=True)
+            # every child is found: the next row, or a branch point in the index
+            got = {k: [c["id"] for c in manager.get_children(k)] for k in file_children}
+            manager.close()
+        assert got == file_children and any(len(v) > 1 for v in got.values())
+    finally:
+        plain.close()
+
+
+def test_get_tree_reads_no_line(sql_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with open_repo(sql_url) as repo:
+        sid = build(repo)
+    plain = Plain(sql_url)
+    try:
+        expected = shape(SessionManager.open(as_file(plain, sid, tmp_path / "f.jsonl"), read_only=True))[
+            "tree"
+        ]
+    finally:
+        plain.close()
+
+    def no_lines(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the tree read every line")
+
+    with open_repo(sql_url) as repo:
+        manager = repo.open(sid, read_only=True)
+        monkeypatch.setattr(loaded.LoadedSession, "__init__", no_lines)
+        roots = manager.get_tree()
+        assert _nodes(roots) == expected
+        preload_entries(roots)  # the entries, fetched by seq and checked against their rows
+        assert roots[0].entry["id"] == roots[0].id
+        assert manager.problems == []
+        manager.close()
+
+
+def test_a_key_column_the_tree_used_is_checked_when_its_entry_is_read(sql_url: str, tmp_path: Path) -> None:
+    with open_repo(sql_url) as repo:
+        sid = build(repo)
+    plain = Plain(sql_url)
+    try:
+        plain.set_column(sid, 10, "timestamp", "1999-01-01T00:00:00.000Z")
+        expected = shape(SessionManager.open(as_file(plain, sid, tmp_path / "f.jsonl"), read_only=True))[
+            "tree"
+        ]
+        with open_repo(sql_url) as repo:
+            manager = repo.open(sid, read_only=True)
+            roots = manager.get_tree()
+            preload_entries(roots)
+            assert "bad_row" in [p.kind for p in manager.problems]
+            assert _nodes(manager.get_tree()) == expected  # from the lines from then on
+            manager.close()
+    finally:
+        plain.close()
+
+
+def _nodes(roots: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    stack = [(r, out) for r in reversed(roots)]
+    while stack:
+        node, into = stack.pop()
+        kids: list[Any] = []
+        into.append((node.id, kids))
+        stack.extend((c, kids) for c in reversed(node.children))
+    return out
