@@ -13,6 +13,7 @@ import pytest
 
 from sessiontree import SessionManager, open_repo
 from sessiontree.storage.repository import Repo
+from sessiontree.storage.search import query_terms, snippet
 from sessiontree.storage.sql import loaded
 from sessiontree.storage.sql.schema import SCHEMA_VERSION
 from sessiontree.tree.tree_index import preload_entries
@@ -46,6 +47,22 @@ def _search(repo: Repo[SessionManager], query: str) -> list[tuple[Any, ...]]:
     return [(h.session_id, h.entry_id, h.snippet, h.session_name) for h in repo.search(query)]
 
 
+def _v3_sqlite_search(url: str, query: str, limit: int = 20) -> list[tuple[Any, ...]]:
+    """Schema 3's SQLite search, as ``SqlRepo.search`` ran it: the text, session and entry id from the index."""
+    terms = query_terms(query)
+    match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    db = sqlite3.connect(url.split("///", 1)[1])
+    try:
+        rows = db.execute(
+            "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
+            "JOIN st_sessions s ON s.id = t.session_id WHERE st_entry_text MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
+    finally:
+        db.close()
+    return [(sid, eid, snippet(body, terms), name) for sid, eid, body, name in rows]
+
+
 def _shapes(repo: Repo[SessionManager], ids: list[str]) -> list[Any]:
     out = []
     for sid in ids:
@@ -62,17 +79,22 @@ def _copy(source: Repo[SessionManager], target: Repo[SessionManager], ids: list[
 
 
 def test_a_schema_3_database_is_upgraded_in_place_and_reads_the_same(sql_url: str, tmp_path: Path) -> None:
+    sqlite = sql_url.startswith("sqlite:")
     with schema_at(3), open_repo(sql_url) as old:
         ids = _fill(old)
         before = _shapes(old, ids)
+        # what schema 3's search found (its SQLite query is no longer sessiontree's: run here as it was)
+        found_before = {q: (_v3_sqlite_search(sql_url, q) if sqlite else _search(old, q)) for q in QUERIES}
         assert old.schema_version() == 3
     with open_repo(sql_url) as repo:
         hits = {q: _search(repo, q) for q in QUERIES}  # the first use upgrades the database
         assert repo.schema_version() == SCHEMA_VERSION == 4
         assert _shapes(repo, ids) == before
-        with open_repo(f"sqlite:///{tmp_path}/copy.db") as fresh:
-            _copy(repo, fresh, ids)
-            assert {q: _search(fresh, q) for q in QUERIES} == hits
+        if sqlite:  # and a store the same sessions are copied into finds the same
+            with open_repo(f"sqlite:///{tmp_path}/copy.db") as fresh:
+                _copy(repo, fresh, ids)
+                assert {q: _search(fresh, q) for q in QUERIES} == hits
+    assert hits == found_before
     assert [h[0] for h in hits["parser timeout"]] == [ids[1], ids[1]]
     assert "timeout" in hits["parser timeout"][0][2] and hits["nothing-matches-this"] == []
     assert {h[0] for h in hits["élan"]} == {ids[1]}  # diacritics folded, as before
@@ -107,7 +129,9 @@ def test_search_after_the_upgrade_follows_new_writes_and_deletes(sql_url: str) -
             numbers = [r[0] for r in db.execute("SELECT num FROM st_search_keys ORDER BY num")]
             assert numbers == [1]  # the session left; the one made after the upgrade had number 4, and the
             # numbers of deleted sessions are not given again
-            assert db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'st_search_keys'").fetchone() == (4,)
+            assert db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'st_search_keys'").fetchone() == (
+                4,
+            )
         finally:
             db.close()
 

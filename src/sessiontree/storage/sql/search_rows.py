@@ -23,6 +23,7 @@ __all__ = [
     "delete_session_text",
     "fill_search",
     "insert_text_sql",
+    "line_hit",
     "line_text",
     "text_params",
 ]
@@ -55,8 +56,9 @@ def text_params(
     return (display(text), session_id, entry_key)
 
 
-def line_text(line: Any) -> str | None:
-    """The search text an entry row's line gives (``None`` for none, and for a line that is not an entry)."""
+def line_hit(line: Any) -> tuple[str, str] | None:
+    """The entry id and search text an entry row's line gives (``None`` for no text, and for a line that is
+    not an entry: a search hit is what the line says, whatever a client did to the row's columns)."""
     if isinstance(line, (bytearray, memoryview)):
         line = bytes(line)
     elif isinstance(line, str):
@@ -65,10 +67,17 @@ def line_text(line: Any) -> str | None:
         return None
     try:
         entry = _json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     text = entry_search_text(entry)
-    return None if text is None else display(text)
+    entry_id = entry.get("id") if isinstance(entry, dict) else None
+    return None if text is None or not isinstance(entry_id, str) else (entry_id, display(text) or "")
+
+
+def line_text(line: Any) -> str | None:
+    """The search text an entry row's line gives (``None`` for none, and for a line that is not an entry)."""
+    hit = line_hit(line)
+    return None if hit is None else hit[1]
 
 
 def _lines(conn: Conn, session_id: str) -> Iterator[Sequence[Any]]:
