@@ -32,7 +32,7 @@ from sessiontree.storage.sql.rows import (
 )
 from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import key
-from sessiontree.storage.sql.tree_rows import ColumnTree
+from sessiontree.storage.sql.tree_rows import ColumnTree, Plain
 from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem
 from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
@@ -412,6 +412,8 @@ class SessionReads(PathReads, SessionIndex):
                 )
             except Damage as exc:
                 self._distrust(exc)
+            except Plain:
+                pass
             else:
                 return LocalIndex(columns).tree(labels)
         return self._whole().tree(labels)

@@ -19,10 +19,66 @@ from sessiontree.storage.sql.conn import Conn
 from sessiontree.storage.sql.rows import Damage, Row, as_bytes, entry_of
 from sessiontree.tree.entry_store import IndexedStore
 
-__all__ = ["ColumnTree"]
+__all__ = ["ColumnTree", "Plain"]
 
 _BATCH = 512
 _ESCAPED = "\ufffd"  # how an escaped key column begins (``text.key``): such a session is read from its lines
+_TEXT = frozenset({str})
+_OPT_TEXT = frozenset({str, type(None)})
+_NULL = "\x01"  # NULL in a concatenated column (``_sqlite_columns``): a key column that is this reads slowly
+_Columns = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
+
+
+class Plain(ValueError):
+    """The key columns cannot be taken as they are (an escaped value): read the lines instead (no damage)."""
+
+
+def _columns(conn: Conn, session_id: str) -> _Columns:
+    rows = conn.query(
+        "SELECT seq, id, parent_id, type, timestamp FROM st_entries WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    if not rows:
+        return [], [], [], [], []
+    seqs, ids, parents, types, stamps = (list(c) for c in zip(*rows, strict=True))
+    return seqs, ids, parents, types, stamps
+
+
+_CONCAT = (
+    "SELECT group_concat(seq, ','), group_concat(id, char(0)), group_concat(ifnull(parent_id, char(1)), char(0)), "
+    "group_concat(type, char(0)), group_concat(ifnull(timestamp, char(1)), char(0)), "
+    "total(typeof(id) = 'text' AND typeof(type) = 'text' AND typeof(seq) = 'integer'), "
+    "total(typeof(parent_id) IN ('text', 'null') AND typeof(timestamp) IN ('text', 'null')) "
+    "FROM st_entries INDEXED BY sqlite_autoindex_st_entries_1 WHERE session_id = ?"
+)
+
+
+def _sqlite_columns(conn: Conn, session_id: str, count: int) -> _Columns | None:
+    """The key columns in one row of five strings, split here: a tuple of five objects per row costs more
+    than SQLite's reading of the rows (``None``: read them row by row; they are not all plain text).
+
+    Key columns hold no NUL (``text.key`` escapes it) but a client may have put one in; every column must
+    then split into as many values as there are rows, in ``seq`` order (the primary key's), or this gives up.
+    """
+    try:
+        found = conn.query_one(_CONCAT, (session_id,))
+    except SessionError:  # a database without that index name: read row by row
+        return None
+    if found is None or found[0] is None:
+        return None
+    seq_text, id_text, parent_text, type_text, stamp_text, plain, optional = found
+    if plain != count or optional != count or not all(isinstance(v, str) for v in found[:5]):
+        return None
+    ids, types = id_text.split("\0"), type_text.split("\0")
+    parents = [None if p == _NULL else p for p in parent_text.split("\0")]
+    stamps = [None if t == _NULL else t for t in stamp_text.split("\0")]
+    if _NULL in ids or not len(ids) == len(types) == len(parents) == len(stamps) == count:
+        return None
+    try:
+        seqs = list(map(int, seq_text.split(",")))
+    except ValueError:
+        return None
+    return seqs, ids, parents, types, stamps
 
 
 class ColumnTree(IndexedStore):
@@ -39,26 +95,24 @@ class ColumnTree(IndexedStore):
         self.read_only = True
         self.header = None
         self._on_damage = on_damage
-        rows = conn.query(
-            "SELECT seq, id, parent_id, type, timestamp FROM st_entries WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        )
-        seqs, ids, parents, types, stamps = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
-        if len(rows) != count or seqs != list(range(1, count + 1)):
+        columns = _sqlite_columns(conn, session_id, count) if conn.dialect == "sqlite" else None
+        if columns is None:
+            columns = _columns(conn, session_id)
+        seqs, ids, parents, types, stamps = columns
+        if len(ids) != count or seqs != list(range(1, count + 1)):
             raise Damage(f"{where}: the entry rows are not rows 1 to {count}", in_lines=True)
         if not (
-            all(type(x) is str and x[:1] != _ESCAPED for x in ids)
-            and all(type(x) is str and x[:1] != _ESCAPED for x in types)
-            and all(x is None or (type(x) is str and x[:1] != _ESCAPED) for x in parents)
-            and all(x is None or (type(x) is str and x[:1] != _ESCAPED) for x in stamps)
+            set(map(type, ids)) <= _TEXT
+            and set(map(type, types)) <= _TEXT
+            and set(map(type, parents)) <= _OPT_TEXT
+            and set(map(type, stamps)) <= _OPT_TEXT
         ):
-            raise Damage(f"{where}: a key column is not plain text")  # the slow path names it
+            raise Damage(f"{where}: a key column is not text")
+        if any(_ESCAPED in "".join(filter(None, c)) for c in (ids, parents, types, stamps)):
+            raise Plain(f"{where}: a key column is escaped")  # (or holds U+FFFD): the lines say what it is
         self._install(ids, parents, types, stamps)
         if self.problems or self.has_duplicates:
             raise Damage(f"{where}: the key columns name a repeated id or a parent that is not there")
-        positions = self.parent_positions()
-        if any(p >= i for i, p in enumerate(positions)):
-            raise Damage(f"{where}: a row's parent is not a row before it")
 
     # -- reads ---------------------------------------------------------------------------------------------
     def _where(self) -> str:
