@@ -157,8 +157,34 @@ def test_the_index_of_children_keeps_branch_points_only(sql_url: str) -> None:
             got = {k: [c["id"] for c in manager.get_children(k)] for k in file_children}
             manager.close()
         assert got == file_children and any(len(v) > 1 for v in got.values())
+        if sql_url.startswith("sqlite:"):
+            assert "st_entries_parent" in _children_plan(sql_url, sid, next(iter(file_children)))
     finally:
         plain.close()
+
+
+def _children_plan(url: str, sid: str, entry_id: str) -> str:
+    """SQLite's plan of the query ``get_children`` runs (it searches the index, not the session's rows)."""
+    from sessiontree.storage.sql.database import SqliteConn
+
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    real = SqliteConn.query
+
+    def spy(self: Any, sql: str, params: Any = ()) -> Any:
+        seen.append((sql, tuple(params)))
+        return real(self, sql, params)
+
+    with pytest.MonkeyPatch.context() as patch, open_repo(url) as repo:
+        manager = repo.open(sid, read_only=True)
+        patch.setattr(SqliteConn, "query", spy)
+        manager.get_children(entry_id)
+        manager.close()
+    sql, params = next((q, p) for q, p in seen if "parent_id = ?" in q)
+    db = sqlite3.connect(url.split("///", 1)[1])
+    try:
+        return str(db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+    finally:
+        db.close()
 
 
 def test_get_tree_reads_no_line(sql_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -393,12 +393,24 @@ class SessionReads(PathReads, SessionIndex):
 
     def children(self, entry_id: str) -> list[Entry]:
         def by_pointers() -> list[Entry]:
-            rows = self.conn.query(
-                # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
-                # entry of the session in key order instead of searching the parent index
-                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
-                (self.session_id, key(entry_id)),
+            parent = self._pointers_strict(entry_id)
+            # the row after the parent, and the branch points (the only rows the parent index holds; its
+            # condition is repeated for the planners to use it)
+            branches = (
+                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? "
+                "AND (parent_seq IS NULL OR parent_seq <> seq - 1)"
             )
+            # ("+seq": ordering by the bare primary-key column makes SQLite walk every entry of the session in
+            # key order instead of searching the parent index)
+            if parent is None:
+                rows = self.conn.query(f"{branches} ORDER BY +seq", (self.session_id, key(entry_id)))
+            else:
+                rows = self.conn.query(
+                    f"SELECT * FROM ({branches} UNION ALL SELECT {KEY_COLUMNS}, line FROM st_entries "
+                    "WHERE session_id = ? AND seq = ? AND parent_id = ? AND parent_seq = seq - 1) AS children "
+                    "ORDER BY +seq",
+                    (self.session_id, key(entry_id), self.session_id, parent[0] + 1, key(entry_id)),
+                )
             return [self._decode_row(parse_row(r, str(self.location)), r[WIDTH]) for r in rows]
 
         return self._checked(by_pointers, lambda w: w.children(entry_id))
