@@ -30,11 +30,16 @@ from sessiontree.storage.sql.rows import (
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.session_index import PathView
 
-__all__ = ["CACHE", "PathReads", "Pointers"]
+__all__ = ["BY_ID", "CACHE", "SESSION_OF_ID", "PathReads", "Pointers"]
 
 Entry = dict[str, Any]
 # (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
 Pointers = tuple[int, int, int | None, int | None, int | None, int | None]
+SESSION_OF_ID = "session_id || '' = ?"
+"""The session condition of a read by id: the index of ids holds the id alone (ids are all but unique across
+a store; the session's rows among those with the id are few), and the bare column would make the planners
+walk the session's primary key instead of searching that index."""
+BY_ID = f"{SESSION_OF_ID} AND id = ?"
 CACHE = 32_768
 """Decoded entries (and ids' pointers) a session keeps; when full, it starts again. A path longer than this
 is decoded again on every read, so it is sized for the long paths adapters read whole (the Agents SDK's
@@ -185,7 +190,7 @@ class PathReads:
             " UNION ALL"
             f" SELECT {picked}, p.n + 1 FROM st_entries e JOIN p"
             " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ? AND p.seq <> ? AND p.n <= ?"
-            f") SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id = ? AND x.id = p.id)"
+            f") SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.{SESSION_OF_ID} AND x.id = p.id)"
             f"{', line' if lines else ''} FROM p ORDER BY n DESC",
             (self.session_id, seq, self.session_id, stop_depth, known, self._count + 1, self.session_id),
         )
@@ -273,7 +278,7 @@ class PathReads:
             return []
         marks = ",".join("?" * len(seqs))
         found = self.conn.query(
-            f"SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id = e.session_id AND "
+            f"SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id || '' = e.session_id AND "
             f"x.id = e.id), line FROM st_entries e WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq",
             (self.session_id, *seqs),
         )

@@ -17,7 +17,7 @@ from typing import Any, Self, TypeVar
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.loaded import LoadedSession
-from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers
+from sessiontree.storage.sql.paths import BY_ID, CACHE, SESSION_OF_ID, PathReads, Pointers
 from sessiontree.storage.sql.rows import (
     KEY_COLUMNS,
     WIDTH,
@@ -263,7 +263,7 @@ class SessionReads(PathReads, SessionIndex):
         if entry_id in self._absent:
             return None
         found = self.conn.query_one(
-            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {BY_ID} ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if found is None:
@@ -360,7 +360,7 @@ class SessionReads(PathReads, SessionIndex):
         if cached is not None:
             return cached
         row = self.conn.query_one(
-            f"SELECT {_POINTERS} FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            f"SELECT {_POINTERS} FROM st_entries WHERE {BY_ID} ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if row is None:
@@ -451,7 +451,7 @@ class SessionReads(PathReads, SessionIndex):
         if any(e.get("type") == "label" for e in labels):
             # the manager checks that every label's target exists: one query, not one per label
             found = self.conn.query(
-                "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
+                f"SELECT DISTINCT id FROM st_entries WHERE {SESSION_OF_ID} AND id IN (SELECT target_id "
                 "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
                 (self.session_id, self.session_id),
             )
