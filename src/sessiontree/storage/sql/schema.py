@@ -118,13 +118,17 @@ MIGRATIONS += (
     Migration(3, "the type index keeps label and session_info entries only", _LABELS_ONLY, _LABELS_ONLY),
 )
 
-# Parents that are not the entry just before: a child is either the row after its parent or one of these, so
-# the index of children holds the branch points only (nearly every entry's parent is the entry before it)
-_BRANCHES = (
+# Schema 4 is SQLite's (what a store takes on disk is measured there): PostgreSQL keeps its tables and
+# indexes as they were, and records the version only
+_IDS_ALONE = (
     # by id: the id alone finds the rows (ids are all but unique across a store; a session's id in every
-    # row of the index made it three times larger): reads by id say so (``paths.SESSION_OF_ID``)
+    # row of the index made it three times larger): reads by id say so (``paths.session_of_id``)
     "DROP INDEX st_entries_id",
     "CREATE INDEX st_entries_id ON st_entries (id)",
+)
+_BRANCHES = (
+    # parents that are not the entry just before: a child is either the row after its parent or one of these,
+    # so the index of children holds the branch points only (nearly every entry's parent is the one before)
     "DROP INDEX st_entries_parent",
     "CREATE INDEX st_entries_parent ON st_entries (session_id, parent_id) "
     "WHERE parent_seq IS NULL OR parent_seq <> seq - 1",
@@ -145,9 +149,10 @@ _FTS_WITHOUT_TEXT = (
 MIGRATIONS += (
     Migration(
         4,
-        "the search index keeps no copy of the text; the index of ids the id alone, of children branch points",
-        (*_BRANCHES, *_FTS_WITHOUT_TEXT),
-        _BRANCHES,
+        "SQLite: the search index keeps no copy of the text, the index of ids no session id, the index of "
+        "children branch points only",
+        (*_IDS_ALONE, *_BRANCHES, *_FTS_WITHOUT_TEXT),
+        (),
         fill_sqlite=fill_search,
     ),
 )
