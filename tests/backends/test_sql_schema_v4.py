@@ -241,3 +241,22 @@ def _nodes(roots: list[Any]) -> list[Any]:
         into.append((node.id, kids))
         stack.extend((c, kids) for c in reversed(node.children))
     return out
+
+
+def test_a_tree_read_after_another_writer_appended_is_no_damage(sql_url: str) -> None:
+    with open_repo(sql_url) as repo:
+        sid = build(repo)
+        reader = repo.open(sid, read_only=True)
+        writer = repo.open(sid)
+        added = writer.append_message(user("appended meanwhile"))
+        writer.close()
+        ids: list[str] = []
+        stack = list(reader.get_tree())
+        while stack:
+            node = stack.pop()
+            ids.append(node.id)
+            stack.extend(node.children)
+        assert added in ids  # the rows stored when the tree is read, as a read of the lines gives
+        assert reader.problems == []
+        assert not reader.index._irregular  # the next reads still follow the pointers
+        reader.close()

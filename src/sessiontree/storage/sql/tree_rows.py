@@ -48,12 +48,12 @@ _CONCAT = (
     "SELECT group_concat(seq, ','), group_concat(id, char(0)), group_concat(ifnull(parent_id, char(1)), char(0)), "
     "group_concat(type, char(0)), group_concat(ifnull(timestamp, char(1)), char(0)), "
     "total(typeof(id) = 'text' AND typeof(type) = 'text' AND typeof(seq) = 'integer'), "
-    "total(typeof(parent_id) IN ('text', 'null') AND typeof(timestamp) IN ('text', 'null')) "
+    "total(typeof(parent_id) IN ('text', 'null') AND typeof(timestamp) IN ('text', 'null')), count(*) "
     "FROM st_entries INDEXED BY sqlite_autoindex_st_entries_1 WHERE session_id = ?"
 )
 
 
-def _sqlite_columns(conn: Conn, session_id: str, count: int) -> _Columns | None:
+def _sqlite_columns(conn: Conn, session_id: str) -> _Columns | None:
     """The key columns in one row of five strings, split here: a tuple of five objects per row costs more
     than SQLite's reading of the rows (``None``: read them row by row; they are not all plain text).
 
@@ -66,7 +66,7 @@ def _sqlite_columns(conn: Conn, session_id: str, count: int) -> _Columns | None:
         return None
     if found is None or found[0] is None:
         return None
-    seq_text, id_text, parent_text, type_text, stamp_text, plain, optional = found
+    seq_text, id_text, parent_text, type_text, stamp_text, plain, optional, count = found
     if plain != count or optional != count or not all(isinstance(v, str) for v in found[:5]):
         return None
     ids, types = id_text.split("\0"), type_text.split("\0")
@@ -95,12 +95,13 @@ class ColumnTree(IndexedStore):
         self.read_only = True
         self.header = None
         self._on_damage = on_damage
-        columns = _sqlite_columns(conn, session_id, count) if conn.dialect == "sqlite" else None
+        columns = _sqlite_columns(conn, session_id) if conn.dialect == "sqlite" else None
         if columns is None:
             columns = _columns(conn, session_id)
         seqs, ids, parents, types, stamps = columns
-        if len(ids) != count or seqs != list(range(1, count + 1)):
-            raise Damage(f"{where}: the entry rows are not rows 1 to {count}", in_lines=True)
+        # (rows another writer appended since the session was read are in the tree, as a read of the lines has them)
+        if len(ids) < count or seqs != list(range(1, len(ids) + 1)):
+            raise Damage(f"{where}: the entry rows are not rows 1 to {count} or more", in_lines=True)
         if not (
             set(map(type, ids)) <= _TEXT
             and set(map(type, types)) <= _TEXT
