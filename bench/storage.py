@@ -194,6 +194,21 @@ def stored_bytes(url: str) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+def sqlite_tables(url: str) -> dict[str, int]:
+    """Bytes of each table and index of a SQLite store (its ``dbstat`` table), largest first; empty when this
+    SQLite was built without it."""
+    import sqlite3
+
+    db = sqlite3.connect(sqlite_path(url))
+    try:
+        rows = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+    return {str(name): int(size) for name, size in rows}
+
+
 def open_context(opener: Callable[[], SessionManager]) -> Callable[[], int]:
     def run() -> int:
         manager = opener()
@@ -226,6 +241,8 @@ def measure_reads(args: argparse.Namespace, work: Path, urls: dict[str, str]) ->
             row["import_s"] = time.perf_counter() - started
             row["import_per_s"] = args.entries / row["import_s"]
             row["bytes"] = stored_bytes(urls[store])
+            if store == "SQLite":
+                row["bytes_by_table"] = sqlite_tables(urls[store])  # in the JSON output
             small_id = import_file(repo, small)
             row["read_big"], row["read_small"] = context_read(repo, big_id), context_read(repo, small_id)
             openers = {

@@ -30,11 +30,39 @@ from sessiontree.storage.sql.rows import (
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.session_index import PathView
 
-__all__ = ["CACHE", "PathReads", "Pointers"]
+__all__ = ["CACHE", "PathReads", "Pointers", "by_id", "last_seq_of_id", "session_of_id"]
 
 Entry = dict[str, Any]
 # (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
 Pointers = tuple[int, int, int | None, int | None, int | None, int | None]
+
+
+def session_of_id(dialect: str, column: str = "session_id", value: str = "?") -> str:
+    """The session condition of a read by id. SQLite's index of ids holds the id alone (ids are all but
+    unique across a store, and a session's id beside each made the index three times larger), and the bare
+    column would make its planner walk the session's primary key instead of searching that index; PostgreSQL's
+    index keeps the session (schema 4 changes nothing there)."""
+    return f"{column} || '' = {value}" if dialect == "sqlite" else f"{column} = {value}"
+
+
+def by_id(dialect: str) -> str:
+    """``WHERE`` of the rows of this session (the first parameter) with this id (the second)."""
+    return f"{session_of_id(dialect)} AND id = ?"
+
+
+def last_seq_of_id(dialect: str, row: str, session: str = "?") -> str:
+    """The last ``seq`` of the session's rows with the id of ``row`` (an alias). SQLite: when no other row of
+    the store has the id (nearly always), that row's own, counted in the index of ids alone, without a read of
+    each row's session."""
+    last = (
+        f"(SELECT MAX(x.seq) FROM st_entries x WHERE {session_of_id(dialect, 'x.session_id', session)} "
+        f"AND x.id = {row}.id)"
+    )
+    if dialect != "sqlite":
+        return last
+    return f"CASE WHEN (SELECT COUNT(*) FROM st_entries x WHERE x.id = {row}.id) = 1 THEN {row}.seq ELSE {last} END"
+
+
 CACHE = 32_768
 """Decoded entries (and ids' pointers) a session keeps; when full, it starts again. A path longer than this
 is decoded again on every read, so it is sized for the long paths adapters read whole (the Agents SDK's
@@ -185,7 +213,7 @@ class PathReads:
             " UNION ALL"
             f" SELECT {picked}, p.n + 1 FROM st_entries e JOIN p"
             " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ? AND p.seq <> ? AND p.n <= ?"
-            f") SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id = ? AND x.id = p.id)"
+            f") SELECT {ROW_COLUMNS}, {last_seq_of_id(self.conn.dialect, 'p')}"
             f"{', line' if lines else ''} FROM p ORDER BY n DESC",
             (self.session_id, seq, self.session_id, stop_depth, known, self._count + 1, self.session_id),
         )
@@ -273,8 +301,8 @@ class PathReads:
             return []
         marks = ",".join("?" * len(seqs))
         found = self.conn.query(
-            f"SELECT {ROW_COLUMNS}, (SELECT MAX(x.seq) FROM st_entries x WHERE x.session_id = e.session_id AND "
-            f"x.id = e.id), line FROM st_entries e WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq",
+            f"SELECT {ROW_COLUMNS}, {last_seq_of_id(self.conn.dialect, 'e', 'e.session_id')}, line "
+            f"FROM st_entries e WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq",
             (self.session_id, *seqs),
         )
         rows = [(self._unique(r), r[WIDTH + 1]) for r in found]

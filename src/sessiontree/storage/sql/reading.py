@@ -17,7 +17,7 @@ from typing import Any, Self, TypeVar
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.loaded import LoadedSession
-from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers
+from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers, by_id, session_of_id
 from sessiontree.storage.sql.rows import (
     KEY_COLUMNS,
     WIDTH,
@@ -32,6 +32,7 @@ from sessiontree.storage.sql.rows import (
 )
 from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import key
+from sessiontree.storage.sql.tree_rows import ColumnTree, Plain
 from sessiontree.storage.stored_ids import storable_session_id
 from sessiontree.tree.entry_store import Problem
 from sessiontree.tree.session_index import LocalIndex, PathView, SessionIndex
@@ -263,7 +264,7 @@ class SessionReads(PathReads, SessionIndex):
         if entry_id in self._absent:
             return None
         found = self.conn.query_one(
-            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {by_id(self.conn.dialect)} ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if found is None:
@@ -360,7 +361,7 @@ class SessionReads(PathReads, SessionIndex):
         if cached is not None:
             return cached
         row = self.conn.query_one(
-            f"SELECT {_POINTERS} FROM st_entries WHERE session_id = ? AND id = ? ORDER BY seq DESC LIMIT 1",
+            f"SELECT {_POINTERS} FROM st_entries WHERE {by_id(self.conn.dialect)} ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if row is None:
@@ -393,17 +394,41 @@ class SessionReads(PathReads, SessionIndex):
 
     def children(self, entry_id: str) -> list[Entry]:
         def by_pointers() -> list[Entry]:
-            rows = self.conn.query(
-                # "+seq": sort the few children; ordering by the bare primary-key column makes SQLite walk every
-                # entry of the session in key order instead of searching the parent index
-                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? ORDER BY +seq",
-                (self.session_id, key(entry_id)),
+            parent = self._pointers_strict(entry_id)
+            # the row after the parent, and the branch points (the only rows SQLite's parent index holds; its
+            # condition is repeated for the planner to use it)
+            branches = (
+                f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE session_id = ? AND parent_id = ? "
+                "AND (parent_seq IS NULL OR parent_seq <> seq - 1)"
             )
+            # ("+seq": ordering by the bare primary-key column makes SQLite walk every entry of the session in
+            # key order instead of searching the parent index)
+            if parent is None:
+                rows = self.conn.query(f"{branches} ORDER BY +seq", (self.session_id, key(entry_id)))
+            else:
+                rows = self.conn.query(
+                    f"SELECT * FROM ({branches} UNION ALL SELECT {KEY_COLUMNS}, line FROM st_entries "
+                    "WHERE session_id = ? AND seq = ? AND parent_id = ? AND parent_seq = seq - 1) AS children "
+                    "ORDER BY +seq",
+                    (self.session_id, key(entry_id), self.session_id, parent[0] + 1, key(entry_id)),
+                )
             return [self._decode_row(parse_row(r, str(self.location)), r[WIDTH]) for r in rows]
 
         return self._checked(by_pointers, lambda w: w.children(entry_id))
 
     def tree(self, labels: Mapping[str, tuple[str, str | None]]) -> list[TreeNode]:
+        if not self._irregular:
+            # from the key columns, checked as they are read (``tree_rows.py``); no line is decoded
+            try:
+                columns = ColumnTree(
+                    self.conn, self.session_id, self._count, str(self.location), self._distrust
+                )
+            except Damage as exc:
+                self._distrust(exc)
+            except Plain:
+                pass
+            else:
+                return LocalIndex(columns).tree(labels)
         return self._whole().tree(labels)
 
     def cycle_problems(self) -> list[Problem]:
@@ -427,7 +452,7 @@ class SessionReads(PathReads, SessionIndex):
         if any(e.get("type") == "label" for e in labels):
             # the manager checks that every label's target exists: one query, not one per label
             found = self.conn.query(
-                "SELECT DISTINCT id FROM st_entries WHERE session_id = ? AND id IN (SELECT target_id "
+                f"SELECT DISTINCT id FROM st_entries WHERE {session_of_id(self.conn.dialect)} AND id IN (SELECT target_id "
                 "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
                 (self.session_id, self.session_id),
             )

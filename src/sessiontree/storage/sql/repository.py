@@ -22,6 +22,7 @@ from sessiontree.storage.search import SearchHit, query_terms, snippet
 from sessiontree.storage.session_dirs import SessionInfo, _dt, resolve_cwd
 from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.schema import SCHEMA_VERSION, applied_version, migrate, refuse_newer
+from sessiontree.storage.sql.search_rows import SEQ_BITS, delete_session_text, line_hit
 from sessiontree.storage.sql.session import SqlSession
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.storage.stored_ids import storable_session_id
@@ -191,7 +192,7 @@ class SqlRepo(Repo[M]):
         except SessionNotFoundError:  # no such store: nothing to delete (and nothing is created)
             return
         with self._conn.transaction():
-            self._conn.execute("DELETE FROM st_entry_text WHERE session_id = ?", (session_id,))
+            delete_session_text(self._conn, session_id)
             self._conn.execute("DELETE FROM st_entries WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_writer_leases WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_sessions WHERE id = ?", (session_id,))
@@ -249,21 +250,31 @@ class SqlRepo(Repo[M]):
             where, params = " AND s.cwd = ?", [display(resolve_cwd(cwd))]
         if self.db.dialect == "sqlite":
             match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
-            rows = self._conn.query(
-                "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
-                "JOIN st_sessions s ON s.id = t.session_id "
-                f"WHERE st_entry_text MATCH ?{where} ORDER BY rank LIMIT ?",
+            # the index holds no text: a hit's row is found by its rowid, its snippet taken from its line
+            found = self._conn.query(
+                "SELECT k.session_id, e.line, s.name FROM st_entry_text t "
+                f"JOIN st_search_keys k ON k.num = t.rowid >> {SEQ_BITS} "
+                f"JOIN st_entries e ON e.session_id = k.session_id AND e.seq = t.rowid & {(1 << SEQ_BITS) - 1} "
+                "JOIN st_sessions s ON s.id = k.session_id "
+                f"WHERE st_entry_text MATCH ?{where} ORDER BY t.rank LIMIT ?",
                 (match, *params, limit),
             )
+            hits = ((sid, line_hit(line), name) for sid, line, name in found)
+            rows: builtins.list[tuple[Any, ...]] = [
+                (sid, hit[0], hit[1], name) for sid, hit, name in hits if hit is not None
+            ]
         else:
-            rows = self._conn.query(
-                "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
-                "JOIN st_sessions s ON s.id = t.session_id, plainto_tsquery('simple', ?) q "
-                f"WHERE t.tsv @@ q{where} ORDER BY ts_rank(t.tsv, q) DESC LIMIT ?",
-                (" ".join(terms), *params, limit),
-            )
+            rows = [
+                (sid, unkey(eid), body, name)
+                for sid, eid, body, name in self._conn.query(
+                    "SELECT t.session_id, t.entry_id, t.text, s.name FROM st_entry_text t "
+                    "JOIN st_sessions s ON s.id = t.session_id, plainto_tsquery('simple', ?) q "
+                    f"WHERE t.tsv @@ q{where} ORDER BY ts_rank(t.tsv, q) DESC LIMIT ?",
+                    (" ".join(terms), *params, limit),
+                )
+            ]
         return [
-            SearchHit(str(sid), str(unkey(eid)), snippet(body, terms), name, f"{self.display}#{sid}")
+            SearchHit(str(sid), str(eid), snippet(body, terms), _text(name), f"{self.display}#{sid}")
             for sid, eid, body, name in rows
         ]
 

@@ -7,25 +7,33 @@ One text per migration and dialect; nothing here runs queries other than applyin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sessiontree.errors import StorageError
 from sessiontree.storage.sql.database import Conn, Dialect
+from sessiontree.storage.sql.search_rows import fill_search
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate", "refuse_newer"]
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One numbered step: a description and its statements for each dialect."""
+    """One numbered step: a description, its statements for each dialect, and what runs after them in the
+    same transaction (``fill``: a step that needs more than SQL, for each dialect)."""
 
     version: int
     description: str
     sqlite: tuple[str, ...]
     postgresql: tuple[str, ...]
+    fill_sqlite: Callable[[Conn], None] | None = None
+    fill_postgresql: Callable[[Conn], None] | None = None
 
     def statements(self, dialect: Dialect) -> tuple[str, ...]:
         return self.sqlite if dialect == "sqlite" else self.postgresql
+
+    def fill(self, dialect: Dialect) -> Callable[[Conn], None] | None:
+        return self.fill_sqlite if dialect == "sqlite" else self.fill_postgresql
 
 
 def _tables(blob: str) -> tuple[str, ...]:
@@ -110,6 +118,45 @@ MIGRATIONS += (
     Migration(3, "the type index keeps label and session_info entries only", _LABELS_ONLY, _LABELS_ONLY),
 )
 
+# Schema 4 is SQLite's (what a store takes on disk is measured there): PostgreSQL keeps its tables and
+# indexes as they were, and records the version only
+_IDS_ALONE = (
+    # by id: the id alone finds the rows (ids are all but unique across a store; a session's id in every
+    # row of the index made it three times larger): reads by id say so (``paths.session_of_id``)
+    "DROP INDEX st_entries_id",
+    "CREATE INDEX st_entries_id ON st_entries (id)",
+)
+_BRANCHES = (
+    # parents that are not the entry just before: a child is either the row after its parent or one of these,
+    # so the index of children holds the branch points only (nearly every entry's parent is the one before)
+    "DROP INDEX st_entries_parent",
+    "CREATE INDEX st_entries_parent ON st_entries (session_id, parent_id) "
+    "WHERE parent_seq IS NULL OR parent_seq <> seq - 1",
+)
+_FTS_WITHOUT_TEXT = (
+    # a number per session for the search index's rowids, (num << 32) + seq; AUTOINCREMENT: never reused
+    "CREATE TABLE st_search_keys (num INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE)",
+    "INSERT INTO st_search_keys (session_id) SELECT id FROM st_sessions ORDER BY created, id",
+    "CREATE TRIGGER st_sessions_search_key AFTER INSERT ON st_sessions BEGIN "
+    "INSERT OR IGNORE INTO st_search_keys (session_id) VALUES (NEW.id); END",
+    "CREATE TRIGGER st_sessions_search_key_gone AFTER DELETE ON st_sessions BEGIN "
+    "DELETE FROM st_search_keys WHERE session_id = OLD.id; END",
+    # the index alone: the text is the entry's line's, taken again from it for snippets and deletes
+    "DROP TABLE st_entry_text",
+    "CREATE VIRTUAL TABLE st_entry_text USING fts5("
+    "text, content = '', tokenize = 'unicode61 remove_diacritics 2')",
+)
+MIGRATIONS += (
+    Migration(
+        4,
+        "SQLite: the search index keeps no copy of the text, the index of ids no session id, the index of "
+        "children branch points only",
+        (*_IDS_ALONE, *_BRANCHES, *_FTS_WITHOUT_TEXT),
+        (),
+        fill_sqlite=fill_search,
+    ),
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 _VERSION_TABLE = (
@@ -181,6 +228,9 @@ def migrate(conn: Conn) -> list[Migration]:
                 continue
             for statement in migration.statements(conn.dialect):
                 conn.execute(statement)
+            fill = migration.fill(conn.dialect)
+            if fill is not None:
+                fill(conn)
             conn.execute(
                 "INSERT INTO st_schema (version, description, applied_at_ms) VALUES (?, ?, ?)",
                 (migration.version, migration.description, time.time_ns() // 1_000_000),

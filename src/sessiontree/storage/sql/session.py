@@ -26,6 +26,7 @@ from sessiontree.storage.sql.one_statement import MAX_ROWS, statement
 from sessiontree.storage.sql.paths import CACHE
 from sessiontree.storage.sql.reading import Pointers, SessionReads
 from sessiontree.storage.sql.rows import Damage, decode_line
+from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
@@ -41,7 +42,6 @@ _INSERT_ENTRY = (
     "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_TEXT = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
 _UPDATE_SESSION = (
     "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
     "modified_ms = ?, irregular = ? WHERE id = ?"
@@ -324,7 +324,7 @@ class SqlSession(SessionReads):
             return
         self.conn.execute(_INSERT_ENTRY, row)
         if text is not None:
-            self.conn.execute(_INSERT_TEXT, text)
+            self.conn.execute(insert_text_sql(self.conn.dialect), text)
 
     def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
         """Insert many entries, each with its exact line, in one transaction and in batches of statements
@@ -350,7 +350,7 @@ class SqlSession(SessionReads):
         if rows:
             self.conn.executemany(_INSERT_ENTRY, rows)
         if texts:
-            self.conn.executemany(_INSERT_TEXT, texts)
+            self.conn.executemany(insert_text_sql(self.conn.dialect), texts)
         rows.clear()
         texts.clear()
         self._renew()
@@ -419,7 +419,9 @@ class SqlSession(SessionReads):
         if known is not None:
             known[entry_id] = pointers
         self._loaded = None
-        return row, None if text is None else (display(text), self.session_id, key(entry_id))
+        if text is None:
+            return row, None
+        return row, text_params(self.conn.dialect, self.session_id, seq, key(entry_id), text)
 
     # -- reads of what this writer wrote ------------------------------------------------------------------
     def position(self, entry_id: str) -> int | None:
