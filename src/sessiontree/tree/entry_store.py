@@ -311,8 +311,11 @@ class IndexedStore(EntryStore):
         """The id -> last position map, built on first use after a whole index was installed."""
         index = self._index_map
         if index is None:
-            index = self._index_map = dict(zip(self._ids, range(len(self._ids)), strict=True))
-            self._id_set = None
+            with self._lock:  # as appends are: a reader building it does not lose a new id
+                index = self._index_map
+                if index is None:
+                    index = dict(zip(self._ids, range(len(self._ids)), strict=True))
+                    self._index_map, self._id_set = index, None
         return index
 
     def index_of(self, entry_id: str) -> int | None:
