@@ -492,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline",
         metavar="REV",
-        help="also measure sessiontree at this git revision (checked out in a temporary worktree)",
+        help="also measure sessiontree at this git revision (checked out in a temporary worktree; with "
+        "--cold, also without its index cache there)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     parser.add_argument("--output", type=Path, help="also write the results as JSON to this file")
@@ -526,6 +527,13 @@ def main(argv: list[str] | None = None) -> int:
 
             compileall.compile_dir(src / "sessiontree", quiet=1)
             others.append(Side(f"at {args.baseline}", {**st_env, "PYTHONPATH": str(src)}))
+            if args.cold:  # the same first open at both revisions
+                others.append(
+                    Side(
+                        f"at {args.baseline}, no index cache",
+                        {**st_env, "PYTHONPATH": str(src), "SESSIONTREE_INDEX_CACHE": "0"},
+                    )
+                )
         for size in sizes:
             print(
                 f"{_size_label(size)} entries: generating or reusing the session…",

@@ -348,7 +348,7 @@ def _fast_chunk(
         view.release()
     if len(envs) != count:  # two values glued on one line
         return False
-    types = list(map(_GET_TYPE, envs))
+    types = list(map(sys.intern, map(_GET_TYPE, envs)))  # one list, each type name stored once
     if "session" in types:
         return False
     if ends is newlines or ends[:-1] == newlines[: count - 1]:  # every line but the last ends at its newline
@@ -357,7 +357,7 @@ def _fast_chunk(
         starts = [pos, *(n + 1 for n in newlines[: count - 1])]
         for k, (start, end) in enumerate(zip(starts, ends, strict=True)):
             out.table.add(base + start, base + max(end, start), line_no + k)
-    out.types.extend(map(sys.intern, types))
+    out.types += types
     out.ids.extend(map(_GET_ID, envs))
     out.parents.extend(map(_GET_PARENT, envs))
     out.timestamps.extend(map(_GET_TIMESTAMP, envs))

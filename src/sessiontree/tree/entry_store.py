@@ -31,6 +31,9 @@ __all__ = [
     "check_envelope",
 ]
 
+_NEAR_SEARCH = 1 << 14
+"""The most ids ``IndexedStore.index_before`` compares in its last window before it builds the id map."""
+
 NOTE_KINDS = frozenset({"migrated", "symlink", "changed_on_disk", "stale_leaf", "torn_tail_moved"})
 """Problem kinds that describe what sessiontree did or noticed rather than damage in the file."""
 
@@ -132,6 +135,15 @@ class EntryStore(ABC):
     @abstractmethod
     def index_of(self, entry_id: str) -> int | None:
         """Position of the LAST entry with this id (pi's index behaviour), or ``None``."""
+
+    def has_id(self, entry_id: str) -> bool:
+        """Whether some entry has this id."""
+        return self.index_of(entry_id) is not None
+
+    def index_before(self, entry_id: str, before: int) -> int | None:
+        """``index_of(entry_id)``, asked by a caller that expects the answer shortly before position
+        ``before`` (a run's parent in a path walk); a store may search there first."""
+        return self.index_of(entry_id)
 
     @abstractmethod
     def line_of(self, i: int) -> int | None:
@@ -274,7 +286,8 @@ class IndexedStore(EntryStore):
         self._parents: list[str | None] = []
         self._types: list[str] = []
         self._timestamps: list[str | None] = []
-        self._index: dict[str, int] = {}
+        self._index_map: dict[str, int] | None = {}
+        self._id_set: set[str] | None = None  # while ``_index_map`` is not built: the ids, all distinct
         self._cache: dict[int, dict[str, Any]] = {}
         self._duplicates: set[str] = set()
         self._type_names: dict[str, str] = {}
@@ -296,8 +309,48 @@ class IndexedStore(EntryStore):
     def timestamp_at(self, i: int) -> str | None:
         return self._timestamps[i]
 
+    @property
+    def _index(self) -> dict[str, int]:
+        """The id -> last position map, built on first use after a whole index was installed."""
+        index = self._index_map
+        if index is None:
+            with self._lock:  # as appends are: a reader building it does not lose a new id
+                index = self._index_map
+                if index is None:
+                    index = dict(zip(self._ids, range(len(self._ids)), strict=True))
+                    self._index_map, self._id_set = index, None
+        return index
+
     def index_of(self, entry_id: str) -> int | None:
+        id_set = self._id_set
+        if id_set is not None:  # no map yet: the ids are distinct, the last one is found without it
+            if entry_id not in id_set:
+                return None
+            ids = self._ids
+            if ids[-1] == entry_id:
+                return len(ids) - 1
         return self._index.get(entry_id)
+
+    def has_id(self, entry_id: str) -> bool:
+        id_set = self._id_set
+        return entry_id in id_set if id_set is not None else entry_id in self._index
+
+    def index_before(self, entry_id: str, before: int) -> int | None:
+        # until the id map is built, the ids just before ``before`` are searched, in growing windows
+        id_set = self._id_set
+        if id_set is not None:
+            if entry_id not in id_set:
+                return None
+            ids = self._ids
+            high = min(before, len(ids))
+            width = 64
+            while high > 0 and width <= _NEAR_SEARCH:
+                low = max(0, high - width)
+                try:
+                    return ids.index(entry_id, low, high)  # the only copy: the ids are distinct
+                except ValueError:
+                    high, width = low, width * 4
+        return self.index_of(entry_id)
 
     @property
     def has_duplicates(self) -> bool:
@@ -353,7 +406,9 @@ class IndexedStore(EntryStore):
         parents = self._parents[start : len(self._ids)]
         lookup: Callable[[str | None, int], int] = self._index.get  # type: ignore[assignment]
         out = list(map(lookup, parents, repeat(-1)))
-        if "" in self._index:  # an empty parentId ends a walk, as in pi, even if some entry has the id ""
+        if (
+            self.index_of("") is not None
+        ):  # an empty parentId ends a walk, as in pi, even if some entry has the id ""
             out = [-1 if p == "" else j for p, j in zip(parents, out, strict=True)]
         return out
 
@@ -416,10 +471,11 @@ class IndexedStore(EntryStore):
         self._parents.append(parent)
         self._types.append(self._type_names.setdefault(kind, kind))
         self._timestamps.append(timestamp)
+        index = self._index  # built before the new id is listed
         self._ids.append(entry_id)  # last: readers use len(self._ids)
-        if entry_id in self._index:
-            self._report_duplicate(entry_id, i, self._index[entry_id])
-        self._index[entry_id] = i
+        if entry_id in index:
+            self._report_duplicate(entry_id, i, index[entry_id])
+        index[entry_id] = i
         return i
 
     def _report_duplicate(self, entry_id: str, i: int, earlier: int) -> None:
@@ -461,20 +517,27 @@ class IndexedStore(EntryStore):
         known_breaks: tuple[list[int], int] | None,
     ) -> None:
         self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
-        self._index = dict(zip(ids, range(len(ids)), strict=True))
+        # The id map (a dict of n ints) is built on first use: a set finds duplicates and dangling parents
+        # at about half the cost, and a path walk finds a run's parent just before it (``index_before``).
+        id_set = set(ids)
         self._cache = {}
-        if len(self._index) != len(ids):
+        if len(id_set) != len(ids):
+            self._index_map, self._id_set = dict(zip(ids, range(len(ids)), strict=True)), None
             first: dict[str, int] = {}
             for i, entry_id in enumerate(ids):
                 if entry_id in first:
                     self._report_duplicate(entry_id, i, first[entry_id])
                 first[entry_id] = i
-        self._report_dangling(known_breaks)
+        else:
+            self._index_map, self._id_set = None, id_set
+        self._report_dangling(known_breaks, id_set)
 
-    def _report_dangling(self, known_breaks: tuple[list[int], int] | None = None) -> None:
+    def _report_dangling(
+        self, known_breaks: tuple[list[int], int] | None = None, id_set: set[str] | None = None
+    ) -> None:
         """Report entries whose parent id is not in the store (and note where the runs start, see
-        ``_install`` for ``known_breaks``)."""
-        index = self._index
+        ``_install`` for ``known_breaks``); ``id_set``: the store's ids, when the caller has them."""
+        index: set[str] | dict[str, int] = self._index if id_set is None else id_set
         parents = self._parents
         ids = self._ids
         n = len(parents)

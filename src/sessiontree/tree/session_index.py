@@ -325,7 +325,7 @@ class LocalIndex(SessionIndex):
         return store.id_at(last)
 
     def contains(self, entry_id: str) -> bool:
-        return self.store.index_of(entry_id) is not None
+        return self.store.has_id(entry_id)
 
     def get_entry(self, entry_id: str) -> Entry | None:
         i = self.store.index_of(entry_id)

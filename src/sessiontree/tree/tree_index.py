@@ -231,14 +231,14 @@ class TreeIndex:
         if store.has_duplicates or store.index_of("") is not None:
             return None
         starts = self._starts()
-        parent_at, index_of = store.parent_at, store.index_of
+        parent_at, index_before = store.parent_at, store.index_before
         runs: list[tuple[int, int]] = []
         current = i
         while True:
             start = starts[bisect_right(starts, current) - 1]
             runs.append((start, current + 1))
             parent = parent_at(start)
-            j = index_of(parent) if parent else None  # an empty parentId ends a walk, as in pi
+            j = index_before(parent, start) if parent else None  # an empty parentId ends a walk, as in pi
             if j is None:
                 break
             if j >= start:
