@@ -10,15 +10,16 @@ that is reported too (``bad_row``, ``missing_rows``); the line wins. Read-only: 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sessiontree.errors import SessionError
 from sessiontree.storage._scan import _envelope as line_envelope
 from sessiontree.storage._scan import _why_not_json as why_not_json
 from sessiontree.storage.sql.database import Conn
+from sessiontree.storage.sql.read_through import ReadThroughStore
 from sessiontree.storage.sql.rows import Damage, as_bytes, as_int, as_opt_text, row_problem
-from sessiontree.tree.entry_store import IndexedStore, Problem
+from sessiontree.tree.entry_store import Problem
 
 __all__ = ["LoadedSession", "strip_cr"]
 
@@ -30,10 +31,12 @@ def strip_cr(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\r") else line
 
 
-class LoadedSession(IndexedStore):
+class LoadedSession(ReadThroughStore):
     """Position ``i`` is the ``i``-th valid line in ``seq`` order; ``line_of`` gives the line it has in a file of
     the session (its header block first). A stored line holding line breaks is the several lines its file has.
     """
+
+    WHAT = "a loaded SQL session"
 
     def __init__(
         self, conn: Conn, session_id: str, header: dict[str, Any] | None, where: str, first_line: int = 2
@@ -264,23 +267,3 @@ class LoadedSession(IndexedStore):
         if i < 0:
             i += len(self._ids)
         return self._line_numbers[i] if 0 <= i < len(self._line_numbers) else None
-
-    @property
-    def file_exists(self) -> bool:
-        return False
-
-    @property
-    def is_persisted(self) -> bool:
-        return True
-
-    def append(self, entry: Mapping[str, Any]) -> None:
-        raise SessionError("a loaded SQL session is read through; append through its session index")
-
-    def set_header(self, header: Mapping[str, Any]) -> None:
-        raise SessionError("a loaded SQL session already has its header")
-
-    def sync(self) -> None:
-        """Nothing to make durable: this view never writes."""
-
-    def close(self) -> None:
-        """The connection belongs to the session index."""

@@ -11,13 +11,13 @@ reported to ``on_damage``, so that every later read goes through the lines, and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sessiontree.errors import SessionError
 from sessiontree.storage.sql.conn import Conn
+from sessiontree.storage.sql.read_through import ReadThroughStore
 from sessiontree.storage.sql.rows import Damage, Row, as_bytes, entry_of
-from sessiontree.tree.entry_store import IndexedStore
 
 __all__ = ["ColumnTree", "Plain"]
 
@@ -81,8 +81,10 @@ def _sqlite_columns(conn: Conn, session_id: str) -> _Columns | None:
     return seqs, ids, parents, types, stamps
 
 
-class ColumnTree(IndexedStore):
+class ColumnTree(ReadThroughStore):
     """Position ``i`` is row ``i + 1``; lines are fetched by ``seq`` only for the entries asked for."""
+
+    WHAT = "a SQL session's tree"
 
     def __init__(
         self, conn: Conn, session_id: str, count: int, where: str, on_damage: Callable[[Damage], None]
@@ -178,23 +180,3 @@ class ColumnTree(IndexedStore):
 
     def line_of(self, i: int) -> int | None:
         return None
-
-    @property
-    def file_exists(self) -> bool:
-        return False
-
-    @property
-    def is_persisted(self) -> bool:
-        return True
-
-    def append(self, entry: Mapping[str, Any]) -> None:
-        raise SessionError("a SQL session's tree is read through; append through its session index")
-
-    def set_header(self, header: Mapping[str, Any]) -> None:
-        raise SessionError("a SQL session's tree already has its header")
-
-    def sync(self) -> None:
-        """Nothing to make durable: this view never writes."""
-
-    def close(self) -> None:
-        """The connection belongs to the session index."""
