@@ -12,7 +12,6 @@ surrogate) is left out.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 from array import array
@@ -24,7 +23,7 @@ import msgspec
 
 from sessiontree.format import pi_json as _json
 
-from . import _fileio, index_cache
+from . import _framed, index_cache
 
 __all__ = ["MAX_BYTES", "Bodies", "load", "save"]
 
@@ -82,12 +81,10 @@ def load(path: Path, fd: int, st: os.stat_result, count: int) -> Bodies | None:
     if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
         return None
     try:
-        data = _file_for(path).read_bytes()
-        length = int.from_bytes(data[:4], "little")
-        fields = msgspec.msgpack.decode(data[4 : 4 + length])
-        if not isinstance(fields, list) or len(fields) != 8 or fields[0] != _FORMAT:
+        framed = _framed.read(_file_for(path), 8, _FORMAT)
+        if framed is None:
             return None
-        _, dev, ino, size, head, tail, at, ends_raw = fields
+        (_, dev, ino, size, head, tail, at, ends_raw), blob = framed
         if (dev, ino) != (st.st_dev, st.st_ino) or not isinstance(size, int) or not 0 < size <= st.st_size:
             return None
         if (head, tail) != index_cache.digests(fd, size):
@@ -95,7 +92,6 @@ def load(path: Path, fd: int, st: os.stat_result, count: int) -> Bodies | None:
         positions, ends = array("q"), array("q")
         positions.frombytes(at)
         ends.frombytes(ends_raw)
-        blob = memoryview(data)[4 + length :]
         if len(positions) != len(ends) or (ends and (ends[-1] != len(blob) or min(ends) < 0)):
             return None
         if positions and (min(positions) < 0 or max(positions) >= count):
@@ -143,26 +139,16 @@ def save(
                 break
         head, tail = index_cache.digests(fd, st.st_size)
         ends = list(itertools.accumulate(map(len, blobs)))
-        header = msgspec.msgpack.encode(
-            [
-                _FORMAT,
-                st.st_dev,
-                st.st_ino,
-                st.st_size,
-                head,
-                tail,
-                array("q", at).tobytes(),
-                array("q", ends).tobytes(),
-            ]
-        )
-        file = _file_for(path)
-        _fileio.ensure_dir(file.parent)
-        temp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        with open(temp, "wb") as out:
-            out.write(len(header).to_bytes(4, "little"))
-            out.write(header)
-            out.writelines(blobs)
-        os.replace(temp, file)
+        header = [
+            _FORMAT,
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            head,
+            tail,
+            array("q", at).tobytes(),
+            array("q", ends).tobytes(),
+        ]
+        _framed.write(_file_for(path), header, blobs)
     except (OSError, msgspec.EncodeError):
-        with contextlib.suppress(OSError, UnboundLocalError):
-            temp.unlink()
+        return

@@ -18,7 +18,6 @@ is not kept, nor is one of more than ``MAX_BYTES`` of JSON (the first build of a
 
 from __future__ import annotations
 
-import contextlib
 import os
 from array import array
 from binascii import crc32
@@ -29,7 +28,7 @@ import msgspec
 
 from sessiontree.tree.entry_store import ContextFields
 
-from . import _fileio, index_cache
+from . import _framed, index_cache
 
 __all__ = ["MAX_BYTES", "load", "save"]
 
@@ -64,15 +63,12 @@ def load(
     if st.st_size < index_cache.MIN_BYTES or not index_cache.enabled():
         return None
     try:
-        data = _file_for(path).read_bytes()
-        length = int.from_bytes(data[:4], "little")
-        fields = msgspec.msgpack.decode(data[4 : 4 + length])
-        if not isinstance(fields, list) or len(fields) != 6 or fields[0] != _FORMAT:
+        framed = _framed.read(_file_for(path), 6, _FORMAT)
+        if framed is None:
             return None
-        _, identity, head, tail, key, check = fields
+        (_, identity, head, tail, key, check), body = framed
         if identity != _identity(st, count) or key != _runs_key(runs):
             return None
-        body = memoryview(data)[4 + length :]
         if check != crc32(body) or (head, tail) != index_cache.digests(fd, st.st_size):
             return None
         value = _DECODER.decode(body)
@@ -102,19 +98,9 @@ def save(
         body = msgspec.msgpack.encode(list(context))
     except (msgspec.EncodeError, OverflowError, UnicodeEncodeError, RecursionError, TypeError):
         return  # text or numbers msgpack cannot hold as JSON read them: nothing is kept
-    file = _file_for(path)
     try:
         head, tail = index_cache.digests(fd, st.st_size)
-        header = msgspec.msgpack.encode(
-            [_FORMAT, _identity(st, count), head, tail, _runs_key(runs), crc32(body)]
-        )
-        _fileio.ensure_dir(file.parent)
-        temp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        with open(temp, "wb") as out:
-            out.write(len(header).to_bytes(4, "little"))
-            out.write(header)
-            out.write(body)
-        os.replace(temp, file)
+        header = [_FORMAT, _identity(st, count), head, tail, _runs_key(runs), crc32(body)]
+        _framed.write(_file_for(path), header, [body])
     except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            temp.unlink()
+        return
