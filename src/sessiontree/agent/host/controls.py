@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sessiontree.format.messages import bash_execution_message
 from sessiontree.format.pi_json import UNDEFINED
 
 from ...errors import SessionError
@@ -162,17 +161,10 @@ async def run_bash(
         run = await run_command(session.cwd, command, signal=signal, on_update=on_update)
     finally:
         session.bash_signals.discard(signal)
-    output = run.output[:-1] if run.output.endswith("\n") else run.output
+    output = run.shown_output
     send(run.output)
-    message = bash_execution_message(
-        command,
-        output,
-        exit_code=run.exit_code,
-        cancelled=run.outcome != "exit",
-        truncated=run.truncation.truncated,
-        full_output_path=run.full_output_path,
-        timestamp=session.session.clock(),
-        exclude_from_context=True if exclude_from_context else None,
+    message = run.message(
+        command, timestamp=session.session.clock(), exclude_from_context=exclude_from_context
     )
     await session.harness.append_message(message)
     return {

@@ -24,6 +24,8 @@ from typing import IO, Any, Literal
 import anyio
 from anyio.abc import Process
 
+from sessiontree.format.messages import bash_execution_message
+
 from ...llm.types import AbortSignal
 from ..types import AgentTool, ToolResult, ToolUpdate
 from ._common import ABORTED, object_schema, text_result
@@ -156,6 +158,25 @@ class CommandRun:
     full_output_path: str | None
     outcome: Literal["exit", "aborted", "timeout"]
     exit_code: int | None
+
+    @property
+    def shown_output(self) -> str:
+        """The output without its final newline (what a ``bashExecution`` message records)."""
+        return self.output[:-1] if self.output.endswith("\n") else self.output
+
+    def message(self, command: str, *, timestamp: int, exclude_from_context: bool = False) -> dict[str, Any]:
+        """The ``bashExecution`` message that records this run of ``command`` (``!cmd``; ``!!cmd`` excludes it
+        from the context)."""
+        return bash_execution_message(
+            command,
+            self.shown_output,
+            exit_code=self.exit_code,
+            cancelled=self.outcome != "exit",
+            truncated=self.truncation.truncated,
+            full_output_path=self.full_output_path,
+            timestamp=timestamp,
+            exclude_from_context=True if exclude_from_context else None,
+        )
 
 
 async def run_command(

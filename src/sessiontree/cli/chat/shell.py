@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessiontree.format.messages import bash_execution_message
 from sessiontree.format.safe_text import safe_text
 
 from ...agent.tools.bash import run_command
@@ -45,7 +44,7 @@ async def run_shell(
     """Run ``command`` and record it; Ctrl+C (the ``signal``) kills it and records it as cancelled."""
     transcript.line(f"{'!!' if exclude else '!'} {safe_text(command)}", "bold")
     run = await run_command(cwd, command, signal=signal)
-    output = run.output[:-1] if run.output.endswith("\n") else run.output
+    output = run.shown_output
     lines = output.split("\n") if output else []
     if len(lines) > SHOWN_LINES:
         transcript.notice(f"… {len(lines) - SHOWN_LINES} earlier lines")
@@ -55,14 +54,5 @@ async def run_shell(
         transcript.line("(cancelled)", "yellow")
     elif run.exit_code:
         transcript.line(f"exit code {run.exit_code}", "red")
-    message = bash_execution_message(
-        command,
-        output,
-        exit_code=run.exit_code,
-        cancelled=run.outcome != "exit",
-        truncated=run.truncation.truncated,
-        full_output_path=run.full_output_path,
-        timestamp=harness.session.clock(),
-        exclude_from_context=True if exclude else None,
-    )
+    message = run.message(command, timestamp=harness.session.clock(), exclude_from_context=exclude)
     await harness.append_message(message)
