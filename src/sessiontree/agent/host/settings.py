@@ -7,14 +7,16 @@ Reads only; a missing file is empty, a damaged one is a ``SessionError`` naming 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...compaction.settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from ...errors import SessionError
 from ..retry import DEFAULT_RETRY_SETTINGS, RetrySettings
+
+T = TypeVar("T")
 
 __all__ = [
     "SETTINGS_ENV",
@@ -90,30 +92,31 @@ def _text(data: Mapping[str, Any], key: str, path: Path) -> str | None:
     return value.strip()
 
 
-def _compaction(own: dict[str, Any], pi: dict[str, Any], own_path: Path, pi_path: Path) -> CompactionSettings:
-    where = own_path if "compaction" in own else pi_path
-    raw = own.get("compaction", pi.get("compaction"))
+def _section(
+    key: str, parse: Callable[[dict[str, Any]], T], default: T, own: dict[str, Any], pi: dict[str, Any],
+    own_path: Path, pi_path: Path,
+) -> T:  # fmt: skip
+    """The ``key`` object of our settings file, else of pi's, parsed; ``default`` when neither has one."""
+    where = own_path if key in own else pi_path
+    raw = own.get(key, pi.get(key))
     if raw is None:
-        return DEFAULT_COMPACTION_SETTINGS
+        return default
     if not isinstance(raw, dict):
-        raise SessionError(f"{where}: 'compaction' must be an object", kind="invalid_argument")
+        raise SessionError(f"{where}: {key!r} must be an object", kind="invalid_argument")
     try:
-        return CompactionSettings.from_dict(raw)
-    except (TypeError, ValueError) as exc:
-        raise SessionError(f"{where}: bad 'compaction' settings ({exc})", kind="invalid_argument") from None
+        return parse(raw)
+    except (TypeError, ValueError, SessionError) as exc:
+        raise SessionError(f"{where}: bad {key!r} settings ({exc})", kind="invalid_argument") from None
+
+
+def _compaction(own: dict[str, Any], pi: dict[str, Any], own_path: Path, pi_path: Path) -> CompactionSettings:
+    return _section(
+        "compaction", CompactionSettings.from_dict, DEFAULT_COMPACTION_SETTINGS, own, pi, own_path, pi_path
+    )
 
 
 def _retry(own: dict[str, Any], pi: dict[str, Any], own_path: Path, pi_path: Path) -> RetrySettings:
-    where = own_path if "retry" in own else pi_path
-    raw = own.get("retry", pi.get("retry"))
-    if raw is None:
-        return DEFAULT_RETRY_SETTINGS
-    if not isinstance(raw, dict):
-        raise SessionError(f"{where}: 'retry' must be an object", kind="invalid_argument")
-    try:
-        return RetrySettings.from_dict(raw)
-    except SessionError as exc:
-        raise SessionError(f"{where}: bad 'retry' settings ({exc})", kind="invalid_argument") from None
+    return _section("retry", RetrySettings.from_dict, DEFAULT_RETRY_SETTINGS, own, pi, own_path, pi_path)
 
 
 def load_settings(path: Path | None = None, *, environ: Mapping[str, str] | None = None) -> AgentSettings:
