@@ -67,7 +67,27 @@ class Conn:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
 
-    def transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
+    _lock: threading.RLock
+    """Held by the thread whose transaction is open (a statement of another thread waits for it)."""
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[None]:
+        """A transaction (``write``: one that will write); opened inside another, it joins that one, and the
+        outermost commits."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            with self._outermost(write):
+                yield
+
+    def _outermost(self, write: bool) -> contextlib.AbstractContextManager[None]:
+        """The outermost transaction: begin, set ``_depth`` to 1 and ``_owner`` to this thread, commit (or roll
+        back on an exception), reset ``_depth``."""
         raise NotImplementedError
 
     _depth = 0

@@ -222,34 +222,26 @@ class SqliteConn(Conn):
                 raise storage_error(self.display, "a write", exc) from exc
 
     @contextlib.contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[None]:
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except sqlite3.Error as exc:
-                raise storage_error(self.display, "starting a transaction", exc) from exc
-            self._depth, self._owner = 1, threading.get_ident()
-            try:
-                yield
-            except BaseException:
-                self._depth = 0
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-                raise
+    def _outermost(self, write: bool) -> Iterator[None]:
+        try:
+            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            raise storage_error(self.display, "starting a transaction", exc) from exc
+        self._depth, self._owner = 1, threading.get_ident()
+        try:
+            yield
+        except BaseException:
             self._depth = 0
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-                raise storage_error(self.display, "a commit", exc) from exc
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise storage_error(self.display, "a commit", exc) from exc
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:

@@ -169,28 +169,20 @@ class PgConn(Conn):
                 raise _pg_error(self.display, "a write", exc) from exc
 
     @contextlib.contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[None]:
+    def _outermost(self, write: bool) -> Iterator[None]:
         import psycopg
 
-        with self._lock:
-            if self._depth:
-                self._depth += 1
+        committing = False
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                self._held, self._depth, self._owner = conn, 1, threading.get_ident()
                 try:
                     yield
+                    committing = True
                 finally:
-                    self._depth -= 1
-                return
-            committing = False
-            try:
-                with self._pool.connection() as conn, conn.transaction():
-                    self._held, self._depth, self._owner = conn, 1, threading.get_ident()
-                    try:
-                        yield
-                        committing = True
-                    finally:
-                        self._held, self._depth, self.before_statement = None, 0, None
-            except psycopg.Error as exc:
-                raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
+                    self._held, self._depth, self.before_statement = None, 0, None
+        except psycopg.Error as exc:
+            raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
 
     def close(self) -> None:
         """Connections belong to the pool: nothing to release here."""
