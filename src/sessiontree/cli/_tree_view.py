@@ -162,45 +162,45 @@ def _visible(rows: list[TreeRow], options: TreeOptions, active: set[str]) -> Ite
         i = j
 
 
-def _path_entries(store: EntryStore, ids: list[str], chunk: int = 8192) -> Iterator[Any]:
-    """The entries ``ids`` decoded for previews, read a chunk at a time (a path of 100,000 entries costs a few
-    hundred kilobytes at once, not the whole file)."""
-    for start in range(0, len(ids), chunk):
-        part = ids[start : start + chunk]
-        positions = [store.index_of(i) for i in part]
-        raws = iter(store.raw_views_at([p for p in positions if p is not None]))
-        for entry_id, position in zip(part, positions, strict=True):
-            yield decode_for_preview(next(raws)) if position is not None else {"id": entry_id}
+def _path_entries(store: EntryStore, positions: list[int], chunk: int = 8192) -> Iterator[Any]:
+    """The entries at store ``positions`` decoded for previews, read a chunk at a time (a path of 100,000
+    entries costs a few hundred kilobytes at once, not the whole file)."""
+    for start in range(0, len(positions), chunk):
+        yield from map(decode_for_preview, store.raw_views_at(positions[start : start + chunk]))
 
 
 def _path_lines(
     manager: SessionManager, ids: list[str], options: TreeOptions, style: Styler
 ) -> Iterator[str]:
     """``--active``: one line per entry of the path, built without tree rows (long paths print fast)."""
-    store = _local_store(manager)
+    index = manager.index
     labels = manager.get_labels()
     leaf = manager.get_leaf_id()
     width = options.width
     shown = ids if options.limit is None else ids[: options.limit]
-    if store is not None:  # raw lines by position: previews without decoding whole entries
-        entries = _path_entries(store, shown)
+    positions = index.positions(leaf) if isinstance(index, LocalIndex) else None
+    entries: Iterator[Any]
+    if isinstance(index, LocalIndex) and positions is not None and len(positions) == len(ids):
+        # raw lines by the path's own positions (no id looked up): previews without decoding whole entries
+        entries = _path_entries(index.store, positions[: len(shown)])
     else:
         view = manager.get_path_view()
         entries = (view[k] for k in range(len(shown)))
     styled = style.enabled
+    labels_get = labels.get if labels else None
     for entry_id, entry in zip(shown, entries, strict=True):
         if len(entry_id) <= 16 and entry_id.isascii() and entry_id.isalnum():
             shown_id, used = entry_id, 3 + len(entry_id)  # pi's ids: shown as they are
         else:
             shown_id = cut_to_width(safe_text(entry_id), _ID_CELLS)
             used = 3 + cell_width(shown_id)
-        label = labels.get(entry_id) if labels else None
+        label = labels_get(entry_id) if labels_get is not None else None
         if label:
             tag = f" [{one_line(label, _LABEL_CELLS)}]"
             used += cell_width(tag)
         else:
             tag = ""
-        preview = entry_preview(entry, line_width=max(1, width - used))
+        preview = entry_preview(entry, line_width=width - used if width - used > 1 else 1)
         if styled:
             shown_id, tag = style(shown_id, "bold"), style(tag, "yellow")
         yield f"{'●' if entry_id == leaf else '•'} {shown_id}{tag} {preview}"

@@ -235,10 +235,16 @@ def message_text(content: Any, limit: int | None = None) -> str:
     return ""
 
 
+_SCALARS = frozenset((int, float, bool))
+
+
 def _str(value: Any, limit: int = 4000) -> str:
     """Any JSON value as display text; long values are cut (previews show a line of them at most)."""
     if isinstance(value, str):
         return value[:limit] if len(value) > limit else value
+    if value is None or type(value) in _SCALARS:  # short_repr of a scalar is its repr, cut the same way
+        shown = repr(value)
+        return shown if len(shown) < limit else shown[: max(0, limit - 1)] + "…"  # (as short_repr cuts)
     return short_repr(value, limit)  # bounded and iterative: a value nested 1,000 deep is shown abbreviated
 
 
@@ -342,7 +348,10 @@ def _record_text(content: Any, limit: int) -> str:
 def _record_parts(message: _Message, limit: int) -> tuple[str, str]:
     role = message.role
     if role == "toolResult":
-        body = f"{_str(message.toolName)}: {_record_text(message.content, limit)}"
+        tool = message.toolName
+        if type(tool) is not str or len(tool) > 4000:
+            tool = _str(tool)
+        body = f"{tool}: {_record_text(message.content, limit)}"
     elif role == "bashExecution":
         body = f"$ {_str(message.command)}"
     elif role in ("compactionSummary", "branchSummary"):
@@ -352,7 +361,7 @@ def _record_parts(message: _Message, limit: int) -> tuple[str, str]:
     if role == "assistant" and message.stopReason in ("error", "aborted"):
         error = message.errorMessage
         body = f"[{message.stopReason}] {error if isinstance(error, str) and error else body}"
-    return _str(role if role is not None else "?"), body
+    return (role if role is not None else "?"), body  # (one of the roles the record takes, or none)
 
 
 def _preview_parts(entry: Any, limit: int | None = None) -> tuple[str, str | None]:
