@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sessiontree.format.bulk import bulk_allocation
+from sessiontree._bulk import bulk_allocation
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +59,7 @@ def test_a_collector_turned_off_by_the_program_stays_off() -> None:
 def test_a_lazily_exported_name_imports_its_module_without_collection_passes() -> None:
     script = (
         "import gc, sys\n"
-        "import sessiontree, sessiontree.format.bulk\n"
+        "import sessiontree, sessiontree._bulk\n"
         "gc.collect()\n"
         "passes = []\n"
         "gc.callbacks.append(lambda phase, info: passes.append(info['generation']) if phase == 'start' else None)\n"

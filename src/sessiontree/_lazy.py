@@ -30,7 +30,7 @@ class _LazyPackage(ModuleType):
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         module = f"{self.__name__}{target}" if target.startswith(".") else target
         if module not in sys.modules:
-            from sessiontree.format.bulk import bulk_allocation
+            from sessiontree._bulk import bulk_allocation
 
             # An import builds thousands of objects that live as long as the program (functions, classes,
             # constants): no collection passes while it runs, and they are filed as old objects after.

@@ -30,8 +30,8 @@ from itertools import repeat
 from operator import attrgetter, itemgetter, sub
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.format import pi_json as _json
-from sessiontree.format.bulk import bulk_allocation
 from sessiontree.tree.entry_store import Problem
 
 from ._lines import LineTable

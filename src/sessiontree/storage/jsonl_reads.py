@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.format.bulk import bulk_allocation
+from sessiontree._bulk import bulk_allocation
 from sessiontree.tree.context import context_from_path, context_indexes
 from sessiontree.tree.entry_store import ContextFields, IndexedStore
 from sessiontree.tree.session_index import PathView

@@ -16,9 +16,9 @@ from operator import ne
 from pathlib import Path
 from typing import Any, Literal
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.errors import CorruptSessionError, SessionError
 from sessiontree.format import pi_json as _json
-from sessiontree.format.bulk import bulk_allocation
 
 __all__ = [
     "DURABILITY_MODES",
