@@ -106,6 +106,7 @@ ONLY_ON_USE = (
     "logging",
     "sessiontree.format.entry_types",
     "sessiontree.format.message_types",
+    "sessiontree.storage.migrate",
     "sessiontree.storage.repository",
     "sessiontree.storage.urls",
 )
