@@ -446,6 +446,13 @@ class IndexedStore(EntryStore):
     def _decode(self, i: int) -> dict[str, Any]:
         return self._decode_raw(i, self.raw_at(i))
 
+    def _decode_raws(self, positions: Sequence[int], raws: Sequence[memoryview]) -> list[dict[str, Any]]:
+        """``[_decode_raw(i, raw) for ...]``: in one loop in C when every line parses as an object."""
+        values = _json.loads_objects(raws)
+        if values is None:
+            return [self._decode_raw(i, raw) for i, raw in zip(positions, raws, strict=True)]
+        return values
+
     def _decode_raw(self, i: int, raw: bytes | memoryview) -> dict[str, Any]:
         try:
             value = _json.loads(raw)
