@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from sessiontree.format.bulk import bulk_allocation
+from sessiontree._bulk import bulk_allocation
 
 
 @pytest.fixture(autouse=True)
@@ -52,3 +54,18 @@ def test_a_collector_turned_off_by_the_program_stays_off() -> None:
     with bulk_allocation():
         pass
     assert not gc.isenabled()
+
+
+def test_a_lazily_exported_name_imports_its_module_without_collection_passes() -> None:
+    script = (
+        "import gc, sys\n"
+        "import sessiontree, sessiontree._bulk\n"
+        "gc.collect()\n"
+        "passes = []\n"
+        "gc.callbacks.append(lambda phase, info: passes.append(info['generation']) if phase == 'start' else None)\n"
+        "from sessiontree import SessionManager\n"
+        "assert 'sessiontree.session.manager' in sys.modules and gc.isenabled()\n"
+        "print(len(passes))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"

@@ -174,3 +174,33 @@ def test_fast_entry_encoder_refuses_what_the_reference_refuses() -> None:
         with pytest.raises(TypeError):
             encode_entry(bad)
     assert encode_entry({"a": _json.UNDEFINED, "b": [1.0]}) == b'{"b":[1]}'
+
+
+def test_loads_objects_parses_objects_at_once_and_declines_what_only_loads_parses() -> None:
+    from sessiontree.format.pi_json import loads, loads_objects
+
+    lines = [b'{"a":1}', memoryview(b'{"b":[1.5,"x"]}'), b'{"c":123456789012345678901234}']
+    assert loads_objects(lines) == [loads(line) for line in lines]
+    assert loads_objects([]) == []
+    for odd in (b'{"a":"\\ud800"}', b"[1]", b'"text"', b"{"):
+        assert loads_objects([b'{"a":1}', odd]) is None
+
+
+def test_a_bulk_decode_with_a_line_only_the_fallback_parses_gives_what_one_by_one_decoding_gives(
+    tmp_path: Path,
+) -> None:
+    from sessiontree.storage import JsonlStore
+
+    path = tmp_path / "s.jsonl"
+    header = '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}'
+    entries = [
+        '{"type":"custom","id":"a","parentId":null,"timestamp":"t","customType":"x","data":1}',
+        '{"type":"custom","id":"b","parentId":"a","timestamp":"t","customType":"x","data":"\\ud800"}',
+        '{"type":"custom","id":"c","parentId":"b","timestamp":"t","customType":"x","data":1e400}',
+    ]
+    path.write_text("\n".join([header, *entries]) + "\n")
+    bulk = JsonlStore.open(path, read_only=True)
+    bulk.preload(range(3))
+    one = JsonlStore.open(path, read_only=True)
+    assert [bulk.entry_at(i) for i in range(3)] == [one._decode(i) for i in range(3)]
+    assert bulk.entry_at(1)["data"] == "\ud800" and bulk.entry_at(2)["data"] == float("inf")

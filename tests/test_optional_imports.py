@@ -102,6 +102,69 @@ def test_opening_a_session_and_building_its_context_loads_nothing_heavy(tmp_path
     assert _loaded_after(code) == []
 
 
+ONLY_ON_USE = (
+    "logging",
+    "sessiontree.format.entry_types",
+    "sessiontree.format.message_types",
+    "sessiontree.storage.migrate",
+    "sessiontree.storage.repository",
+    "sessiontree.storage.urls",
+)
+"""Modules an open + context of a sound file does not need: they load when first used."""
+
+
+def _modules_after(code: str) -> set[str]:
+    script = f"import sys\n{code}print(sorted(sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return set(eval(out.stdout.strip().splitlines()[-1]))
+
+
+def _session_file(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "s.jsonl"
+    header = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}'
+    path.write_text("".join(f"{line}\n" for line in (header, *lines)))
+    return path
+
+
+ENTRY = (
+    '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+    '"message":{"role":"user","content":"hi","timestamp":1}}'
+)
+
+
+def test_opening_a_sound_session_and_building_its_context_loads_only_what_it_uses(tmp_path: Path) -> None:
+    path = _session_file(tmp_path, ENTRY)
+    code = (
+        "from sessiontree import SessionManager\n"
+        f"m = SessionManager.open({str(path)!r}, read_only=True)\n"
+        "assert m.build_session_context().messages\n"
+    )
+    assert not set(ONLY_ON_USE) & _modules_after(code)
+
+
+def test_a_session_with_problems_logs_them_silently_unless_the_application_logs(tmp_path: Path) -> None:
+    path = _session_file(tmp_path, ENTRY, "garbage")
+    code = (
+        "import io, contextlib\n"
+        "from sessiontree import SessionManager\n"
+        "err = io.StringIO()\n"
+        "with contextlib.redirect_stderr(err):\n"
+        f"    m = SessionManager.open({str(path)!r}, read_only=True)\n"
+        "import logging\n"
+        "assert m.problems and err.getvalue() == '', err.getvalue()\n"
+        "assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger('sessiontree').handlers)\n"
+    )
+    assert "logging" in _modules_after(code)
+
+
+def test_the_entry_and_message_shapes_are_still_typed_dicts() -> None:
+    from sessiontree.format import entries, messages
+
+    assert messages.UserMessage.__required_keys__ == {"role", "content", "timestamp"}
+    assert entries.CompactionEntry.__required_keys__ >= {"type", "id", "firstKeptEntryId"}
+    assert messages.Message is not None and messages.StopReason is not None
+
+
 def test_the_command_line_help_loads_no_terminal_library_nor_sdk() -> None:
     code = "sys.argv = ['sessiontree', '--help']\nfrom sessiontree.cli import main\nmain()\n"
     assert _loaded_after(code) == ["click", "typer"]
@@ -115,6 +178,8 @@ def test_every_public_name_resolves_and_star_imports_work() -> None:
         "sessiontree.compaction",
         "sessiontree.storage",
         "sessiontree.export",
+        "sessiontree.format.entries",
+        "sessiontree.format.messages",
         "sessiontree.integrations.langchain",
         "sessiontree.integrations.openai_agents",
     ]

@@ -29,7 +29,13 @@ class _LazyPackage(ModuleType):
         if target is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         module = f"{self.__name__}{target}" if target.startswith(".") else target
-        __import__(module)
+        if module not in sys.modules:
+            from sessiontree._bulk import bulk_allocation
+
+            # An import builds thousands of objects that live as long as the program (functions, classes,
+            # constants): no collection passes while it runs, and they are filed as old objects after.
+            with bulk_allocation():
+                __import__(module)
         value = getattr(sys.modules[module], name)
         self.__dict__[name] = value
         return value

@@ -1,13 +1,32 @@
-"""Session entry shapes (pi format v3) as TypedDicts, with constructors that fix pi's key order.
+"""Session entries (pi format v3): constructors that fix pi's key order (the TypedDicts of their shapes
+live in ``entry_types`` and are re-exported here, imported when one is first used).
 
 Constructors only build dicts; ids and timestamps are passed in (see ``ids``). No I/O here.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from sessiontree._lazy import export_lazily
 from sessiontree.format.pi_json import UNDEFINED
+
+if TYPE_CHECKING:
+    from sessiontree.format.entry_types import (
+        ActiveToolsChangeEntry,
+        BranchSummaryEntry,
+        CompactionEntry,
+        CustomEntry,
+        CustomMessageEntry,
+        LabelEntry,
+        LeafEntry,
+        MessageEntry,
+        ModelChangeEntry,
+        SessionEntry,
+        SessionHeader,
+        SessionInfoEntry,
+        ThinkingLevelChangeEntry,
+    )
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -56,84 +75,6 @@ ENTRY_TYPES = frozenset(
         "leaf",
     }
 )
-
-
-class SessionHeader(TypedDict):
-    type: Literal["session"]
-    version: NotRequired[int]
-    id: str
-    timestamp: str
-    cwd: str
-    parentSession: NotRequired[str]
-
-
-class _Base(TypedDict):
-    type: str
-    id: str
-    parentId: str | None
-    timestamp: str
-
-
-class MessageEntry(_Base):
-    message: dict[str, Any]
-
-
-class ThinkingLevelChangeEntry(_Base):
-    thinkingLevel: str
-
-
-class ModelChangeEntry(_Base):
-    provider: str
-    modelId: str
-
-
-class ActiveToolsChangeEntry(_Base):
-    activeToolNames: list[str]
-
-
-class CompactionEntry(_Base):
-    summary: str
-    firstKeptEntryId: str
-    tokensBefore: int
-    retainedTail: NotRequired[list[dict[str, Any]]]
-    details: NotRequired[Any]
-    fromHook: NotRequired[bool]
-
-
-class BranchSummaryEntry(_Base):
-    fromId: str
-    summary: str
-    details: NotRequired[Any]
-    fromHook: NotRequired[bool]
-
-
-class CustomEntry(_Base):
-    customType: str
-    data: NotRequired[Any]
-
-
-class CustomMessageEntry(_Base):
-    customType: str
-    content: str | list[dict[str, Any]]
-    display: bool
-    details: NotRequired[Any]
-
-
-class LabelEntry(_Base):
-    targetId: str
-    label: NotRequired[str]
-
-
-class SessionInfoEntry(_Base):
-    name: str
-
-
-class LeafEntry(_Base):
-    targetId: str | None
-
-
-SessionEntry = dict[str, Any]
-"""Any stored entry (known or unknown type): a plain dict with at least type/id/parentId/timestamp."""
 
 
 def _opt(value: Any) -> Any:
@@ -302,3 +243,9 @@ def session_info_entry(entry_id: str, parent_id: str | None, timestamp: str, nam
 def leaf_entry(entry_id: str, parent_id: str | None, timestamp: str, target_id: str | None) -> dict[str, Any]:
     """``leaf`` (harness format): ``…, targetId`` (``null`` = before the first entry)."""
     return {**_base("leaf", entry_id, parent_id, timestamp), "targetId": target_id}
+
+
+# Last, once every name defined here exists: the rest of ``__all__`` are the TypedDicts of ``entry_types``.
+export_lazily(
+    __name__, dict.fromkeys([n for n in __all__ if n not in globals()], "sessiontree.format.entry_types")
+)

@@ -1,15 +1,37 @@
-"""Message shapes (pi's ``AgentMessage`` union) as TypedDicts with pi's camelCase keys.
+"""Messages (pi's ``AgentMessage`` union): their constructors, in pi's key order, and their validation.
 
-Plain dicts at runtime so unknown fields survive; these types only document and check the shapes.
+Plain dicts at runtime so unknown fields survive. The TypedDicts that document and check the shapes live in
+``message_types`` and are re-exported here, imported when one is first used.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from sessiontree._lazy import export_lazily
 from sessiontree.errors import SessionError
+
+if TYPE_CHECKING:
+    from sessiontree.format.message_types import (
+        AgentMessage,
+        AssistantMessage,
+        BashExecutionMessage,
+        BranchSummaryMessage,
+        CompactionSummaryMessage,
+        Cost,
+        CustomMessage,
+        ImageContent,
+        Message,
+        StopReason,
+        TextContent,
+        ThinkingContent,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
 
 __all__ = [
     "AgentMessage",
@@ -21,6 +43,7 @@ __all__ = [
     "CustomMessage",
     "ImageContent",
     "Message",
+    "StopReason",
     "TextContent",
     "ThinkingContent",
     "ToolCall",
@@ -38,125 +61,6 @@ __all__ = [
     "user_message",
     "validate_message",
 ]
-
-StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
-
-
-class TextContent(TypedDict):
-    type: Literal["text"]
-    text: str
-    textSignature: NotRequired[str]
-
-
-class ThinkingContent(TypedDict):
-    type: Literal["thinking"]
-    thinking: str
-    thinkingSignature: NotRequired[str]
-    redacted: NotRequired[bool]
-
-
-class ImageContent(TypedDict):
-    type: Literal["image"]
-    data: str
-    mimeType: str
-
-
-class ToolCall(TypedDict):
-    type: Literal["toolCall"]
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    thoughtSignature: NotRequired[str]
-
-
-class Cost(TypedDict):
-    input: float
-    output: float
-    cacheRead: float
-    cacheWrite: float
-    total: float
-
-
-class Usage(TypedDict):
-    input: int
-    output: int
-    cacheRead: int
-    cacheWrite: int
-    totalTokens: NotRequired[int]
-    cost: NotRequired[Cost]
-
-
-class UserMessage(TypedDict):
-    role: Literal["user"]
-    content: str | list[TextContent | ImageContent]
-    timestamp: int
-
-
-class AssistantMessage(TypedDict):
-    role: Literal["assistant"]
-    content: list[TextContent | ThinkingContent | ToolCall]
-    api: str
-    provider: str
-    model: str
-    responseModel: NotRequired[str]
-    responseId: NotRequired[str]
-    diagnostics: NotRequired[list[Any]]
-    usage: Usage
-    stopReason: StopReason
-    errorMessage: NotRequired[str]
-    timestamp: int
-
-
-class ToolResultMessage(TypedDict):
-    role: Literal["toolResult"]
-    toolCallId: str
-    toolName: str
-    content: list[TextContent | ImageContent]
-    details: NotRequired[Any]
-    isError: bool
-    timestamp: int
-
-
-class BashExecutionMessage(TypedDict):
-    role: Literal["bashExecution"]
-    command: str
-    output: str
-    exitCode: NotRequired[int]
-    cancelled: bool
-    truncated: bool
-    fullOutputPath: NotRequired[str]
-    timestamp: int
-    excludeFromContext: NotRequired[bool]
-
-
-class CustomMessage(TypedDict):
-    role: Literal["custom"]
-    customType: str
-    content: str | list[TextContent | ImageContent]
-    display: bool
-    details: NotRequired[Any]
-    timestamp: int
-
-
-class BranchSummaryMessage(TypedDict):
-    role: Literal["branchSummary"]
-    summary: str
-    fromId: str
-    timestamp: int | None
-
-
-class CompactionSummaryMessage(TypedDict):
-    role: Literal["compactionSummary"]
-    summary: str
-    tokensBefore: int
-    timestamp: int | None
-
-
-Message = UserMessage | AssistantMessage | ToolResultMessage
-"""A model-level message: what ``convert_to_llm`` produces and providers consume."""
-
-AgentMessage = dict[str, Any]
-"""A runtime message (any role above, or an app-defined one): a plain dict."""
 
 
 def empty_usage() -> Usage:
@@ -350,3 +254,9 @@ def validate_message(message: Any) -> None:
             raise _invalid("'command'", "of a bashExecution message must be a string")
     elif not isinstance(message.get("summary"), str):
         raise _invalid("'summary'", f"of a {role} message must be a string")
+
+
+# Last, once every name defined here exists: the rest of ``__all__`` are the TypedDicts of ``message_types``.
+export_lazily(
+    __name__, dict.fromkeys([n for n in __all__ if n not in globals()], "sessiontree.format.message_types")
+)

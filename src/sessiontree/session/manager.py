@@ -7,12 +7,11 @@ Owns the leaf pointer, labels, the session name and the append methods. Byte-lev
 from __future__ import annotations
 
 import builtins
-import logging
 import threading
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sessiontree.errors import SessionError, SessionNotFoundError
 from sessiontree.format import entries as E
@@ -22,16 +21,38 @@ from sessiontree.format.pi_json import UNDEFINED
 from sessiontree.storage import EntryStore, JsonlStore, MemoryStore, Problem
 from sessiontree.storage.new_session import new_header, open_file_store
 from sessiontree.storage.session_dirs import ensure_private_dir
-from sessiontree.storage.urls import shared_repo
 from sessiontree.tree.context import compute_retained_tail
 from sessiontree.tree.session_index import LocalIndex, SessionIndex
 
 from .manager_reads import ManagerReads
 
+if TYPE_CHECKING:
+    from sessiontree.storage.repository import Repo
+
 __all__ = ["Durability", "SessionManager"]
 
-logger = logging.getLogger(__name__)
-logging.getLogger("sessiontree").addHandler(logging.NullHandler())  # silent unless the application logs
+_INFO, _WARNING = 20, 30  # logging.INFO, logging.WARNING
+_logger: Any = None
+
+
+def _log(level: int, message: str) -> None:
+    """Log ``message`` on this module's logger. The logging module is imported for the first message: a
+    process whose sessions have no problems never loads it (a few percent of a short process's imports)."""
+    global _logger
+    if _logger is None:
+        import logging
+
+        logging.getLogger("sessiontree").addHandler(logging.NullHandler())  # silent unless the app logs
+        _logger = logging.getLogger(__name__)
+    _logger.log(level, "%s", message)
+
+
+def _repo(store: str, manager_class: type[SessionManager]) -> Repo[SessionManager]:
+    """The shared repository of a store URL (its modules load only when a store URL is given)."""
+    from sessiontree.storage.urls import shared_repo
+
+    return shared_repo(store, manager_class=manager_class)
+
 
 Durability = Literal["flush", "fsync", "batch"]
 StaleLeaf = Literal["branch", "latest"]
@@ -103,7 +124,7 @@ class SessionManager(ManagerReads):
         self._leaf = index.last_leaf()
         self._cycles_checked = None
         for problem in [*index.problems, *self._extra_problems]:  # notes are news, the rest is damage
-            logger.log(logging.INFO if problem.is_note else logging.WARNING, "%s", problem.message)
+            _log(_INFO if problem.is_note else _WARNING, problem.message)
 
     # ------------------------------------------------------------------ factories
     @classmethod
@@ -123,9 +144,7 @@ class SessionManager(ManagerReads):
         ``jsonl:DIR``); ``session_dir`` then does not apply.
         """
         if store is not None:
-            return shared_repo(store, manager_class=cls).create(
-                cwd, id=id, parent_session=parent_session, **options
-            )
+            return _repo(store, cls).create(cwd, id=id, parent_session=parent_session, **options)
         from sessiontree.storage.opening import create_session
 
         return create_session(cls, cwd, session_dir, id=id, parent_session=parent_session, **options)
@@ -146,7 +165,7 @@ class SessionManager(ManagerReads):
         With ``store`` (a store URL), ``path`` is a session id (or a unique prefix of one) in that store.
         """
         if store is not None:  # ``path`` is a session id in that store
-            return shared_repo(store, manager_class=cls).open(str(path), read_only=read_only, **options)
+            return _repo(store, cls).open(str(path), read_only=read_only, **options)
         from sessiontree.storage.opening import open_session
 
         return open_session(cls, path, session_dir, cwd_override, read_only=read_only, **options)
@@ -157,7 +176,7 @@ class SessionManager(ManagerReads):
     ) -> SessionManager:
         """Open the most recently modified session of ``cwd`` (in ``store`` when given), or create one."""
         if store is not None:
-            repo = shared_repo(store, manager_class=cls)
+            repo = _repo(store, cls)
             listed = repo.list(cwd)
             return repo.open(listed[0].id, **options) if listed else repo.create(cwd, **options)
         from sessiontree.storage.opening import continue_recent
@@ -196,7 +215,7 @@ class SessionManager(ManagerReads):
     ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of ``cwd`` (in ``store`` when given), newest first."""
         if store is not None:
-            return shared_repo(store, manager_class=SessionManager).list(cwd)
+            return _repo(store, SessionManager).list(cwd)
         from sessiontree.storage.opening import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
@@ -210,7 +229,7 @@ class SessionManager(ManagerReads):
     ) -> builtins.list[Any]:
         """``SessionInfo`` for every session of every project (or of one flat directory, or of ``store``)."""
         if store is not None:
-            return shared_repo(store, manager_class=SessionManager).list()
+            return _repo(store, SessionManager).list()
         from sessiontree.storage.opening import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
@@ -263,7 +282,7 @@ class SessionManager(ManagerReads):
             )
         problem = Problem("stale_leaf", None, f"{where}: {index.change_reason}; {what}")
         self._extra_problems.append(problem)
-        logger.warning("%s", problem.message)
+        _log(_WARNING, problem.message)
 
     def _write(self, entry: dict[str, Any]) -> None:
         index = self._index

@@ -1,18 +1,29 @@
-"""Reading the framing of a pi session file: the header line and the objects a migration keeps.
+"""Reading the framing of a pi session file: the header line, the version it gives (whether pi would migrate
+the file) and the objects a migration keeps.
 
 Pure functions on bytes; they must not touch the file system or interpret entries beyond the header.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from sessiontree.format import pi_json as _json
+from sessiontree.format.entries import CURRENT_SESSION_VERSION
 from sessiontree.tree.entry_store import Problem
 
 from ..errors import CorruptSessionError
 
-__all__ = ["decode_for_migration", "find_header", "header_problem", "parse_header"]
+__all__ = [
+    "decode_for_migration",
+    "find_header",
+    "header_problem",
+    "needs_migration",
+    "parse_header",
+    "session_version",
+]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -119,3 +130,38 @@ def decode_for_migration(data: bytes, where: str) -> tuple[list[dict[str, Any]],
                 )
             )
     return objects, problems
+
+
+def _js_number(value: Any) -> float:
+    """JavaScript's ``Number(value)`` for the JSON values a ``version`` field can hold."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # beyond the largest double: JavaScript reads it as +/-Infinity
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return 0.0
+        try:
+            return float(text)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def session_version(header: Mapping[str, Any]) -> float:
+    """The header's version as pi reads it: ``header.version ?? 1`` (compared as a JavaScript number)."""
+    version = header.get("version")
+    return 1.0 if version is None else _js_number(version)
+
+
+def needs_migration(header: Mapping[str, Any]) -> bool:
+    """Whether pi would migrate (and rewrite) a file with this header (``version < 3``; NaN compares false)."""
+    return not session_version(header) >= CURRENT_SESSION_VERSION

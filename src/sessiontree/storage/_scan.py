@@ -25,13 +25,12 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, itemgetter, sub
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.format import pi_json as _json
-from sessiontree.format.bulk import bulk_allocation
 from sessiontree.tree.entry_store import Problem
 
 from ._lines import LineTable
@@ -89,30 +88,48 @@ def use_msgspec(enabled: bool) -> bool:
     return previous
 
 
-@dataclass(slots=True)
 class ScanResult:
     """Envelopes and positions of the valid entries of a byte range, plus what was wrong with the rest.
 
     ``problems`` holds what concerns single lines; the blank lines (counted over the whole range), a torn
     or unterminated last line are in the fields after it, and ``all_problems()`` lists them all in the
-    order a reader reports them.
+    order a reader reports them. (A plain class: creating a dataclass costs more at import than a scan of
+    a small file spends on it.)
     """
 
-    ids: list[str] = field(default_factory=list)
-    parents: list[str | None] = field(default_factory=list)
-    types: list[str] = field(default_factory=list)
-    timestamps: list[str | None] = field(default_factory=list)
-    table: LineTable = field(default_factory=LineTable)
-    problems: list[Problem] = field(default_factory=list)
-    torn_offset: int | None = None
-    torn_line: int | None = None
-    needs_newline: bool = False
-    end_line: int = 0
-    blank_lines: int = 0
-    blank_first: int | None = None
-    tail_problems: list[Problem] = field(default_factory=list)
-    known_breaks: tuple[list[int], int] | None = None
-    """The run starts of the first entries when a cache gave them (see ``IndexedStore._install``)."""
+    __slots__ = (
+        "blank_first",
+        "blank_lines",
+        "end_line",
+        "ids",
+        "known_breaks",
+        "needs_newline",
+        "parents",
+        "problems",
+        "table",
+        "tail_problems",
+        "timestamps",
+        "torn_line",
+        "torn_offset",
+        "types",
+    )
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.parents: list[str | None] = []
+        self.types: list[str] = []
+        self.timestamps: list[str | None] = []
+        self.table = LineTable()
+        self.problems: list[Problem] = []
+        self.torn_offset: int | None = None
+        self.torn_line: int | None = None
+        self.needs_newline = False
+        self.end_line = 0
+        self.blank_lines = 0
+        self.blank_first: int | None = None
+        self.tail_problems: list[Problem] = []
+        self.known_breaks: tuple[list[int], int] | None = None
+        """The run starts of the first entries when a cache gave them (see ``IndexedStore._install``)."""
 
     def all_problems(self, where: str) -> list[Problem]:
         """Every problem: the lines' own, then a torn or unterminated last line, then the blank lines."""

@@ -19,12 +19,11 @@ from sessiontree.tree.entry_store import DURABILITY_MODES, Durability, Problem, 
 from ..errors import SessionNotFoundError, StorageError
 from . import _fileio, body_cache, index_cache, lock
 from ._encode import encode_entry
-from ._fileformat import decode_for_migration, find_header, parse_header
+from ._fileformat import decode_for_migration, find_header, needs_migration, parse_header, session_version
 from ._lines import LineTable
 from ._scan import Chunk, ScanResult, fd_chunks, memory_chunks, reader_chunks, scan
 from .jsonl_reads import JsonlReads
 from .jsonl_writes import JsonlWrites, _exists_error
-from .migrate import migrate_entries, needs_migration, session_version
 
 __all__ = ["JsonlStore", "resolve_path"]
 
@@ -285,6 +284,8 @@ class JsonlStore(JsonlReads, JsonlWrites):
             except BaseException:
                 os.close(old_fd)
                 raise
+        from .migrate import migrate_entries  # an old file only: most processes never load it
+
         try:
             objects, dropped = decode_for_migration(data, where)
             result = migrate_entries(objects, id_factory=self._id_factory)

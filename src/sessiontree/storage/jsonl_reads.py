@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.format.bulk import bulk_allocation
+from sessiontree._bulk import bulk_allocation
 from sessiontree.tree.context import context_from_path, context_indexes
 from sessiontree.tree.entry_store import ContextFields, IndexedStore
 from sessiontree.tree.session_index import PathView
@@ -113,8 +113,7 @@ class JsonlReads(IndexedStore):
                 missing = left
             for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file
                 part = missing[start : start + chunk]
-                for i, raw in zip(part, self.raw_views_at(part), strict=True):
-                    cache[i] = self._decode_raw(i, raw)
+                cache.update(zip(part, self._decode_raws(part, self.raw_views_at(part)), strict=True))
 
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         """The lines at ``positions``; lines close to each other in the file share one read, so a few
@@ -208,8 +207,7 @@ class JsonlReads(IndexedStore):
         missing = sorted({p for p in positions if p not in fresh})
         for start in range(0, len(missing), 8192):
             part = missing[start : start + 8192]
-            for i, raw in zip(part, self.raw_views_at(part), strict=True):
-                fresh[i] = self._decode_raw(i, raw)
+            fresh.update(zip(part, self._decode_raws(part, self.raw_views_at(part)), strict=True))
         return [fresh[p] for p in positions]
 
     def _save_context(self, fresh: dict[int, Any]) -> None:

@@ -6,7 +6,6 @@ and atomic rewrites.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,42 +13,9 @@ from typing import Any
 from sessiontree.format.entries import CURRENT_SESSION_VERSION
 from sessiontree.format.ids import new_entry_id
 
+from ._fileformat import needs_migration, session_version
+
 __all__ = ["MigrationResult", "migrate_entries", "needs_migration", "session_version"]
-
-
-def _js_number(value: Any) -> float:
-    """JavaScript's ``Number(value)`` for the JSON values a ``version`` field can hold."""
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, float):
-        return value
-    if isinstance(value, int):
-        try:
-            return float(value)
-        except OverflowError:  # beyond the largest double: JavaScript reads it as +/-Infinity
-            return math.inf if value > 0 else -math.inf
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return 0.0
-        try:
-            return float(text)
-        except ValueError:
-            return math.nan
-    return math.nan
-
-
-def session_version(header: Mapping[str, Any]) -> float:
-    """The header's version as pi reads it: ``header.version ?? 1`` (compared as a JavaScript number)."""
-    version = header.get("version")
-    return 1.0 if version is None else _js_number(version)
-
-
-def needs_migration(header: Mapping[str, Any]) -> bool:
-    """Whether pi would migrate (and rewrite) a file with this header (``version < 3``; NaN compares false)."""
-    return not session_version(header) >= CURRENT_SESSION_VERSION
 
 
 @dataclass(slots=True)

@@ -16,9 +16,9 @@ from operator import ne
 from pathlib import Path
 from typing import Any, Literal
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.errors import CorruptSessionError, SessionError
 from sessiontree.format import pi_json as _json
-from sessiontree.format.bulk import bulk_allocation
 
 __all__ = [
     "DURABILITY_MODES",
@@ -445,6 +445,13 @@ class IndexedStore(EntryStore):
 
     def _decode(self, i: int) -> dict[str, Any]:
         return self._decode_raw(i, self.raw_at(i))
+
+    def _decode_raws(self, positions: Sequence[int], raws: Sequence[memoryview]) -> list[dict[str, Any]]:
+        """``[_decode_raw(i, raw) for ...]``: in one loop in C when every line parses as an object."""
+        values = _json.loads_objects(raws)
+        if values is None:
+            return [self._decode_raw(i, raw) for i, raw in zip(positions, raws, strict=True)]
+        return values
 
     def _decode_raw(self, i: int, raw: bytes | memoryview) -> dict[str, Any]:
         try:
