@@ -226,8 +226,9 @@ class SessionManager(ManagerReads):
         with self._lock:
             if self._index.atomic:
                 # SQL stores: in the transaction from the start, so the store's check that this manager's
-                # view is current runs on the connection the entry is then written on
-                with self._index.transaction():
+                # view is current runs on the connection the entry is then written on; the leaf goes back
+                # when the entry's commit fails (PostgreSQL sends the entry with it)
+                with self.transaction():
                     return self._append_now(build)
             return self._append_now(build)
 

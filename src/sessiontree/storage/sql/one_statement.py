@@ -1,12 +1,14 @@
 """PostgreSQL: the end of a write transaction in one statement, one round trip to the server instead of one per
 statement: the entries and their search text inserted, the session row updated, and the writer lease
-renewed again when the transaction has lasted a third of its time to live.
+renewed (unless the transaction renewed it less than a third of its time to live ago).
 
-The transaction renewed the lease at its first write (which keeps the lease row locked until the commit);
-when this statement renews it again, the inserts and the update are made only when that renewal changed the
-lease row (data-modifying ``WITH`` parts that read the renewal's ``RETURNING``), so a writer whose lease
-expired writes nothing; the statement then returns how many lease rows it renewed, for
-``WriterLease.renewed`` to judge (the transaction is rolled back when it is not one).
+When it renews the lease, the inserts and the update are made only when that renewal changed the lease row
+(data-modifying ``WITH`` parts that read the renewal's ``RETURNING``), so a writer whose lease expired or was
+taken over writes nothing; the statement then returns how many lease rows it renewed, for
+``WriterLease.renewed`` to judge. A transaction that sent nothing before it (one append: its rows are held
+for it) sends it alone, in autocommit (``Conn.query_last``): its own atomicity is the transaction's, and it
+always renews the lease (no earlier renewal holds the lease row). One that sent statements before (which
+renewed the lease first) sends it inside, and is rolled back when the renewal failed.
 """
 
 from __future__ import annotations

@@ -224,7 +224,10 @@ class SqlSession(SessionReads):
                     f"{self.location}: the session changed before this entry was written ({self._change}); "
                     "nothing was written, build it again on the session as it is now"
                 )
-            self._renew()
+            if (
+                self.conn.dialect != "postgresql"
+            ):  # PostgreSQL renews with the rows (``_finish``, ``_send_held``)
+                self._renew()
             if not self._exists:
                 self._create_row()
             self._insert(entry, line)
@@ -240,7 +243,8 @@ class SqlSession(SessionReads):
     def _renew(self) -> None:
         """Renew the lease at the first write of a transaction, and again only when a third of its time to
         live has passed: until the commit the renewal keeps the lease row locked (the whole database in
-        SQLite), so no other writer can take it over in between."""
+        SQLite), so no other writer can take it over in between. PostgreSQL's appends leave it to the first
+        statement that sends their rows (``_send_held``, or ``_finish``'s, which holds it itself)."""
         now = time.monotonic()
         if self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000:
             self._lease.renew()
@@ -249,7 +253,9 @@ class SqlSession(SessionReads):
     def _finish(self) -> None:
         """The end of a transaction that appended: the session row once (not once per entry: a row
         updated again and again in one PostgreSQL transaction makes each later statement slower), and
-        the lease renewed again when the transaction took long."""
+        the lease renewed in the same statement when no statement renewed it yet, or long ago. A
+        transaction of appends only sends that statement alone, in autocommit (``Conn.query_last``):
+        ``renewal`` is then never ``None``, since only a statement sent before sets ``_renewed``."""
         info = self._info
         update = (
             self._count,
@@ -268,7 +274,7 @@ class SqlSession(SessionReads):
             renew = self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000
             renewal = self._lease.renewal() if renew else None
             sql, params = statement(renewal, rows, texts, (_UPDATE_SESSION, update))
-            found = self.conn.query_one(sql, params)
+            found = next(iter(self.conn.query_last(sql, params)), None)
             if renew:
                 self._lease.renewed(int(found[0]) if found else 0, epoch)
                 self._renewed = now
