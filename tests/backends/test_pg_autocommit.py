@@ -1,7 +1,8 @@
-"""PostgreSQL: an append is its one statement in autocommit (the lease renewal that fences it, the entry, its
-search text and the session row), so a turn costs two round trips per entry (the check that the new id is
-free, and the statement) with no ``BEGIN`` or ``COMMIT``; a lost lease writes nothing, and a statement whose
-connection drops in flight is resolved by the next write (it landed, or it did not; never twice)."""
+"""PostgreSQL: an append is its one statement in autocommit (the lease renewal that fences it, the check that
+the new id is free, the entry, its search text and the session row), so a turn costs one round trip per
+entry, with no ``BEGIN`` or ``COMMIT``; a lost lease writes nothing, a taken id writes nothing and the entry
+is built again with another, and a statement whose connection drops in flight is resolved by the next write
+(it landed, or it did not; never twice)."""
 
 from __future__ import annotations
 
@@ -87,13 +88,13 @@ def _count(manager: Any, fault: str | None = None) -> _Counted:
     return counted
 
 
-def test_an_append_is_an_id_check_and_one_statement_without_begin_or_commit(postgres_url: str) -> None:
+def test_an_append_is_one_statement_without_begin_or_commit(postgres_url: str) -> None:
     with open_repo(with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)) as repo:
         manager = repo.create("/work/project")
         manager.append_message(user("first"))
         counted = _count(manager)
         manager.append_message(user("second"))
-        assert counted.sent == ["SELECT", "WITH"]
+        assert counted.sent == ["WITH"]
         sid = manager.get_session_id()
         manager.close()
     assert [e["message"]["content"] for e in stored(postgres_url, sid).entries] == [
@@ -106,9 +107,9 @@ async def _noop(_call_id: str, _args: dict[str, Any], _signal: Any, _update: Any
     return ToolResult([{"type": "text", "text": "ok"}])
 
 
-def test_a_harness_tool_turn_costs_two_round_trips_per_entry(postgres_url: str) -> None:
+def test_a_harness_tool_turn_costs_one_round_trip_per_entry(postgres_url: str) -> None:
     """A prompt of three requests (two with a tool call): six entries (the prompt, three assistant
-    messages, two tool results), each an id check and its statement; nothing else reaches the server."""
+    messages, two tool results), each its statement; nothing else reaches the server."""
     noop = AgentTool("noop", "does nothing", {"type": "object", "properties": {}}, _noop, repeatable=True)
     with open_repo(with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)) as repo:
         manager = repo.create("/work/project")
@@ -120,7 +121,7 @@ def test_a_harness_tool_turn_costs_two_round_trips_per_entry(postgres_url: str) 
         counted = _count(manager)
         model.add(reply(tool_call("noop", id="a")), reply(tool_call("noop", id="b")), reply("done"))
         anyio.run(harness.prompt, "task")
-        assert counted.sent == ["SELECT", "WITH"] * 6
+        assert counted.sent == ["WITH"] * 6
         assert len(manager.get_entries()) == before + 6
         manager.close()
 
@@ -145,7 +146,7 @@ def test_an_append_whose_lease_was_taken_over_writes_nothing(postgres_url: str) 
         counted = _count(manager)
         with pytest.raises(SessionLockedError, match="taken over by other-host:1:x; nothing was written"):
             manager.append_message(user("too late"))
-        assert counted.sent[:2] == ["SELECT", "WITH"] and "BEGIN" not in counted.sent
+        assert counted.sent[:1] == ["WITH"] and "BEGIN" not in counted.sent
         assert manager.get_leaf_id() == first
         manager.close()
     session = stored(postgres_url, sid)
@@ -242,3 +243,67 @@ def test_a_writer_stalled_before_sending_anything_is_fenced_out(postgres_url: st
         a.close()
     session = stored(url, sid)
     assert session.ids == [first, b_first]
+
+
+def _seeded(url: str, count: int) -> tuple[str, list[str]]:
+    with open_repo(url) as repo:
+        manager = repo.create("/work/project")
+        ids = [manager.append_message(user(f"seed {k}")) for k in range(count)]
+        sid = manager.get_session_id()
+        manager.close()
+    return sid, ids
+
+
+def test_a_random_id_the_store_holds_is_refused_and_drawn_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer does not know the session's first entry; the random id drawn for its append is that
+    entry's: the statement writes nothing, and the append is made again with the next id drawn."""
+    import os
+
+    from sessiontree.format import ids as id_module
+
+    url = with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)
+    sid, seeded = _seeded(url, 5)
+    draws = [bytes.fromhex(seeded[0]), bytes.fromhex("0badc0de")]
+
+    class _Os:
+        @staticmethod
+        def urandom(n: int) -> bytes:
+            return draws.pop(0) if draws and n == 4 else os.urandom(n)
+
+    with open_repo(url) as repo:
+        manager = repo.open(sid)
+        warm = manager.append_message(user("takes the lease"))
+        assert seeded[0] not in manager.index._pointers  # type: ignore[attr-defined]
+        counted = _count(manager)
+        monkeypatch.setattr(id_module, "os", _Os)
+        new = manager.append_message(user("new"))
+        monkeypatch.undo()
+        assert new == "0badc0de" and draws == []
+        # the first attempt refused by its statement itself, the second (after a check of the tail) written
+        assert counted.sent[0] == "WITH" and counted.sent.count("WITH") == 2, counted.sent
+        assert manager.get_entry(new)["parentId"] == warm
+        assert manager.get_entry(seeded[0])["message"]["content"] == "user seed 0"
+        manager.close()
+    session = stored(url, sid)
+    assert session.ids == [*seeded, warm, new]
+
+
+def test_an_id_factory_of_its_own_gets_exact_answers(postgres_url: str) -> None:
+    """Only the random ids of the default factory are checked by the statement that writes them: another
+    factory may look for the first free id, and is told about ids this writer never saw."""
+    url = with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)
+    sid, seeded = _seeded(url, 3)
+    asked: list[bool] = []
+
+    def factory(existing: Any) -> str:
+        asked.append(seeded[0] in existing)
+        return "f0000001"
+
+    with open_repo(url) as repo:
+        manager = repo.open(sid)
+        manager.id_factory = factory
+        assert manager.append_message(user("own id")) == "f0000001"
+        manager.close()
+    assert asked == [True]

@@ -125,14 +125,13 @@ def test_a_pooled_connection_the_server_closed_is_replaced_unseen(
 
 def test_an_append_sends_its_statements(sql_url: str) -> None:
     """An append of one message, its own transaction, once the writer holds its lease: the check that the
-    new id is free, the lease renewal and the rest (PostgreSQL: the renewal, the entry, its search text and
-    the session row in one statement)."""
+    new id is free, the lease renewal and the rest (PostgreSQL: all of it in one statement)."""
     with open_repo(sql_url) as repo:
         manager = repo.create("/work/project")
         manager.append_message(user("first"))
         sent = _counting(manager.index.conn)  # type: ignore[attr-defined]
         manager.append_message(user("second"))
-        expected = 2 if sql_url.startswith("postgresql") else 5
+        expected = 1 if sql_url.startswith("postgresql") else 5
         assert len(sent) == expected, sent
         assert [m["content"] for m in manager.build_session_context().messages] == [
             "user first",
