@@ -23,8 +23,10 @@ TTL_MS = 400
 
 
 class StalledWriter:
-    """A writer in a thread: it writes one entry, then opens a transaction, writes in it (renewing, and so
-    locking, its lease row) and stalls until ``release()``; then it tries to write once more."""
+    """A writer in a thread: it writes one entry, then opens a transaction, writes in it (two entries: the
+    second's check sends the first, renewing, and so locking, its lease row) and stalls until ``release()``;
+    then it tries to write once more. (A transaction that sent nothing yet locks nothing:
+    ``test_pg_autocommit``.)"""
 
     def __init__(self, url: str, sid: str) -> None:
         self.repo = open_repo(url)
@@ -41,6 +43,7 @@ class StalledWriter:
         try:
             with self.manager.transaction():
                 self.manager.append_message(user("A stalled"))
+                self.manager.append_message(user("A stalled, the second"))
                 self.inside.set()
                 self._go.wait(60)
                 self.manager.append_message(user("A after the stall"))

@@ -22,7 +22,7 @@ from sessiontree.storage import EntryStore, JsonlStore, MemoryStore, Problem
 from sessiontree.storage.new_session import new_header, open_file_store
 from sessiontree.storage.session_dirs import ensure_private_dir
 from sessiontree.tree.context import compute_retained_tail
-from sessiontree.tree.session_index import LocalIndex, SessionIndex
+from sessiontree.tree.session_index import EntryIdInUse, LocalIndex, SessionIndex
 
 from .manager_reads import ManagerReads
 
@@ -65,16 +65,28 @@ Spawner = Callable[
 ]
 
 
-class _IdsInUse(Container[str]):
-    """The ids of a session, as a container for id factories (no copy of the index)."""
+_ID_DRAWS = 100
+"""How many times an append draws a new random id after the store found the last one taken."""
 
-    __slots__ = ("_index",)
+
+class _IdsInUse(Container[str]):
+    """The ids of a session, as a container for id factories (no copy of the index). For the random ids of
+    ``new_entry_id`` it asks ``new_id_in_use`` (a store may check them as it writes), and says the ids the
+    store refused are taken."""
+
+    __slots__ = ("_index", "random", "refused")
 
     def __init__(self, index: SessionIndex) -> None:
         self._index = index
+        self.random = False
+        self.refused: set[str] = set()
 
     def __contains__(self, item: object) -> bool:
-        return isinstance(item, str) and self._index.contains(item)
+        if not isinstance(item, str):
+            return False
+        if not self.random:  # a factory of its own may look for the first free id: exact answers
+            return self._index.contains(item)
+        return item in self.refused or self._index.new_id_in_use(item)
 
 
 class SessionManager(ManagerReads):
@@ -239,16 +251,29 @@ class SessionManager(ManagerReads):
         return iso_from_ms(self.clock())
 
     def _new_id(self) -> str:
+        self._ids_in_use.random = self.id_factory is new_entry_id
         return self.id_factory(self._ids_in_use)
 
     def _append(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
         with self._lock:
-            if self._index.atomic:
-                # SQL stores: in the transaction from the start, so the store's check that this manager's
-                # view is current runs on the connection the entry is then written on
-                with self._index.transaction():
-                    return self._append_now(build)
-            return self._append_now(build)
+            if not self._index.atomic:
+                return self._append_now(build)
+            # SQL stores: in the transaction from the start, so the store's check that this manager's view
+            # is current runs on the connection the entry is then written on; the leaf goes back when the
+            # entry's commit fails (PostgreSQL sends the entry with it, and checks its new id there)
+            refused = self._ids_in_use.refused
+            try:
+                for draw in range(1, _ID_DRAWS + 1):
+                    try:
+                        with self.transaction():
+                            return self._append_now(build)
+                    except EntryIdInUse as exc:
+                        if draw == _ID_DRAWS:
+                            raise
+                        refused.add(exc.entry_id)  # nothing was written: build it again with another id
+            finally:
+                refused.clear()
+            raise AssertionError("unreachable")
 
     def _append_now(self, build: Callable[[str, str | None, str], dict[str, Any]]) -> str:
         self._prepare_write()

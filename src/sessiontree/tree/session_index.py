@@ -14,10 +14,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, overload
 
+from sessiontree.errors import StorageError
 from sessiontree.tree.entry_store import ContextFields, EntryStore, Problem
 from sessiontree.tree.tree_index import TreeIndex, TreeNode
 
-__all__ = ["LocalIndex", "PathView", "SessionIndex"]
+__all__ = ["EntryIdInUse", "LocalIndex", "PathView", "SessionIndex"]
+
+
+class EntryIdInUse(StorageError):
+    """The store found the id of a new entry taken when it wrote it (``SessionIndex.new_id_in_use`` had let it
+    through unchecked): nothing of the transaction was written; the manager builds the entry again with
+    another id."""
+
+    kind = "id_in_use"
+
+    def __init__(self, message: str, entry_id: str) -> None:
+        super().__init__(message)
+        self.entry_id = entry_id
+
 
 Entry = dict[str, Any]
 _LABEL_AND_NAME = frozenset({"label", "session_info"})
@@ -202,6 +216,12 @@ class SessionIndex(ABC):
     @abstractmethod
     def contains(self, entry_id: str) -> bool:
         """Whether some entry has this id."""
+
+    def new_id_in_use(self, entry_id: str) -> bool:
+        """Whether a random id drawn for the next entry is taken (``contains``). A store that checks it as it
+        writes that entry may answer from what it knows without asking, and then refuses a taken id with
+        ``EntryIdInUse``, writing nothing."""
+        return self.contains(entry_id)
 
     @abstractmethod
     def get_entry(self, entry_id: str) -> Entry | None:

@@ -60,6 +60,19 @@ class Conn:
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """A plain read (no lock, no setting, no side effect): what ``query`` returns. PostgreSQL sends it
+        outside an open transaction that has sent nothing yet (a read takes its own snapshot either way),
+        so that a transaction whose writes all go in its last statement needs no ``BEGIN``."""
+        return self.query(sql, params)
+
+    def query_last(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The last write of the outermost open transaction (only reads may follow it): what ``query``
+        returns. PostgreSQL sends it alone, in autocommit, when the transaction has sent no statement before
+        it (one round trip instead of ``BEGIN``, the statement and ``COMMIT``); a lost connection then leaves
+        its outcome unknown, as a commit's."""
+        return self.query(sql, params)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; returns the number of rows it changed."""
         raise NotImplementedError

@@ -1,8 +1,9 @@
 """The fenced writer lease: one writer per session across processes and hosts.
 
 A row ``(session_id, owner, fence, expires_at_ms)`` in ``st_writer_leases``. Acquiring succeeds only when no
-lease exists or the old one expired, and bumps the fence; every write transaction first renews the lease
-with a statement that matches owner, fence and an unexpired time, so a writer whose lease expired or was
+lease exists or the old one expired, and bumps the fence; every write transaction renews the lease with a
+statement that matches owner, fence and an unexpired time (first, or on PostgreSQL in the statement that sends
+its rows, which writes them only when the renewal changed the row), so a writer whose lease expired or was
 taken over writes nothing. A heartbeat renews it between writes. Times come from the database's clock, so
 hosts need not agree on theirs. No advisory session locks: they break behind transaction-mode poolers.
 """

@@ -98,6 +98,11 @@ def check_connection(conn: Any) -> None:
 class PgConn(Conn):
     """Statements on connections borrowed from a pool; a transaction keeps one connection until it ends.
 
+    A transaction sends its ``BEGIN`` with its first statement that needs it (``read`` does not), so one
+    whose only write is its last statement (``query_last``) sends that alone, in autocommit: the statement
+    is atomic by itself, and a writer puts in it all that must land together (the lease renewal that fences
+    it, the rows, the session row).
+
     A lost connection (a restarted server, a network failure) surfaces as ``StorageError`` and the pool
     replaces it, so the next call works again once the server is back.
     """
@@ -109,6 +114,7 @@ class PgConn(Conn):
         self._pool = pool
         self._lock = threading.RLock()
         self._held: Any = None
+        self._begin: Callable[[], None] | None = None  # opens the held connection's transaction, once
         self._depth = 0
         self._epoch = epoch
 
@@ -126,18 +132,26 @@ class PgConn(Conn):
             return [tuple(r) for r in cursor.fetchall()]
         return cursor.rowcount
 
-    def _call(self, sql: str, params: Sequence[Any], fetch: bool, what: str) -> Any:
+    def _call(self, sql: str, params: Sequence[Any], fetch: bool, what: str, *, begin: bool = True) -> Any:
         import psycopg
 
         with self._lock:
             self._before_statement()
             try:
                 if self._held is not None:
+                    if begin:
+                        self._open()
                     return self._run(self._held, sql, params, fetch)
                 with self._pool.connection() as conn:
                     return self._run(conn, sql, params, fetch)
             except psycopg.Error as exc:
                 raise _pg_error(self.display, what, exc) from exc
+
+    def _open(self) -> None:
+        """Send the open transaction's ``BEGIN`` if it has not been sent."""
+        begin, self._begin = self._begin, None
+        if begin is not None:
+            begin()
 
     def _before_statement(self) -> None:
         hook = self.before_statement
@@ -148,6 +162,25 @@ class PgConn(Conn):
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         result: list[Row] = self._call(sql, params, True, "a query")
         return result
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        result: list[Row] = self._call(sql, params, True, "a query", begin=False)
+        return result
+
+    def query_last(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        import psycopg
+
+        with self._lock:
+            self._before_statement()
+            if self._held is None or self._begin is None or self._depth != 1:
+                return self.query(sql, params)  # inside the transaction, which commits it
+            self._begin = None  # what follows (reads only) runs in autocommit too
+            try:
+                result: list[Row] = self._run(self._held, sql, params, True)
+            except psycopg.Error as exc:
+                lost = isinstance(exc, psycopg.OperationalError)
+                raise _pg_error(self.display, "a commit" if lost else "a write", exc) from exc
+            return result
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         result: int = self._call(sql, params, False, "a write")
@@ -160,6 +193,7 @@ class PgConn(Conn):
             self._before_statement()
             try:
                 if self._held is not None:
+                    self._open()
                     with self._held.cursor() as cur:
                         cur.executemany(self._sql(sql), rows)
                     return
@@ -174,13 +208,14 @@ class PgConn(Conn):
 
         committing = False
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pool.connection() as conn, contextlib.ExitStack() as begun:
                 self._held, self._depth, self._owner = conn, 1, threading.get_ident()
+                self._begin = lambda: begun.enter_context(conn.transaction())
                 try:
                     yield
                     committing = True
                 finally:
-                    self._held, self._depth, self.before_statement = None, 0, None
+                    self._held, self._depth, self.before_statement, self._begin = None, 0, None, None
         except psycopg.Error as exc:
             raise _pg_error(self.display, "a commit" if committing else "a transaction", exc) from exc
 

@@ -263,9 +263,15 @@ class SessionReads(PathReads, SessionIndex):
         """The last row with this id, and its line."""
         if entry_id in self._absent:
             return None
-        found = self.conn.query_one(
-            f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {by_id(self.conn.dialect)} ORDER BY seq DESC LIMIT 1",
-            (self.session_id, key(entry_id)),
+        found = next(
+            iter(
+                self.conn.read(
+                    f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {by_id(self.conn.dialect)} "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (self.session_id, key(entry_id)),
+                )
+            ),
+            None,
         )
         if found is None:
             if len(self._absent) >= CACHE:

@@ -30,6 +30,7 @@ from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
+from sessiontree.tree.session_index import EntryIdInUse
 
 __all__ = ["SqlSession"]
 
@@ -66,6 +67,10 @@ class SqlSession(SessionReads):
         # PostgreSQL: rows of the open transaction held back to go with its end in one statement
         self._held_rows: list[tuple[Any, ...]] = []
         self._held_texts: list[tuple[Any, ...]] = []
+        # PostgreSQL: new ids let through unchecked (``new_id_in_use``), and the one an entry held took
+        self._unchecked: set[str] = set()
+        self._guarded: str | None = None
+        self._nesting = 0  # of this session's own transaction (0: none open, or another's)
         self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -161,8 +166,13 @@ class SqlSession(SessionReads):
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         if self.conn.in_transaction:
-            yield
+            self._nesting += 1 if self._nesting else 0
+            try:
+                yield
+            finally:
+                self._nesting -= 1 if self._nesting else 0
             return
+        self._nesting = 1
         self._snapshot = self._state()
         had_lease = self._lease.fence is not None
         self._appended, self._renewed = [], None
@@ -178,8 +188,10 @@ class SqlSession(SessionReads):
                 self._undo(*self._snapshot)
             raise
         finally:
-            self._appended, self._renewed = [], None
+            self._appended, self._renewed, self._nesting = [], None, 0
             self._held_rows, self._held_texts = [], []
+            self._unchecked.clear()
+            self._guarded = None
 
     def _undo(
         self,
@@ -210,6 +222,24 @@ class SqlSession(SessionReads):
         self._recheck = True  # a commit that reported failure may still have taken effect
         self._generation += 1  # the manager reads labels and the leaf again
 
+    def new_id_in_use(self, entry_id: str) -> bool:
+        """PostgreSQL, for an append that is its own transaction: answered from what this writer knows, without
+        asking; the statement that writes the entry checks the store and refuses a taken id
+        (``EntryIdInUse``, nothing written)."""
+        if self.conn.dialect != "postgresql" or self._nesting != 1 or self._appended or self._irregular:
+            return self.contains(entry_id)
+        if entry_id in self._pointers or entry_id in self._present:
+            return True
+        self._unchecked.add(entry_id)
+        return False
+
+    def _taken(self, entry_id: str) -> EntryIdInUse:
+        return EntryIdInUse(
+            f"{self.location}: the new entry's id {entry_id} is taken by an entry of the session; nothing was "
+            "written",
+            entry_id,
+        )
+
     def append(self, entry: Mapping[str, Any]) -> None:
         check_envelope(entry)
         self.append_line(entry, encode_entry(entry))
@@ -224,7 +254,10 @@ class SqlSession(SessionReads):
                     f"{self.location}: the session changed before this entry was written ({self._change}); "
                     "nothing was written, build it again on the session as it is now"
                 )
-            self._renew()
+            if (
+                self.conn.dialect != "postgresql"
+            ):  # PostgreSQL renews with the rows (``_finish``, ``_send_held``)
+                self._renew()
             if not self._exists:
                 self._create_row()
             self._insert(entry, line)
@@ -240,7 +273,8 @@ class SqlSession(SessionReads):
     def _renew(self) -> None:
         """Renew the lease at the first write of a transaction, and again only when a third of its time to
         live has passed: until the commit the renewal keeps the lease row locked (the whole database in
-        SQLite), so no other writer can take it over in between."""
+        SQLite), so no other writer can take it over in between. PostgreSQL's appends leave it to the first
+        statement that sends their rows (``_send_held``, or ``_finish``'s, which holds it itself)."""
         now = time.monotonic()
         if self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000:
             self._lease.renew()
@@ -249,7 +283,9 @@ class SqlSession(SessionReads):
     def _finish(self) -> None:
         """The end of a transaction that appended: the session row once (not once per entry: a row
         updated again and again in one PostgreSQL transaction makes each later statement slower), and
-        the lease renewed again when the transaction took long."""
+        the lease renewed in the same statement when no statement renewed it yet, or long ago. A
+        transaction of appends only sends that statement alone, in autocommit (``Conn.query_last``):
+        ``renewal`` is then never ``None``, since only a statement sent before sets ``_renewed``."""
         info = self._info
         update = (
             self._count,
@@ -267,11 +303,16 @@ class SqlSession(SessionReads):
             epoch, now = self.conn.epoch, time.monotonic()
             renew = self._renewed is None or now - self._renewed > self._lease.ttl_ms / 3000
             renewal = self._lease.renewal() if renew else None
-            sql, params = statement(renewal, rows, texts, (_UPDATE_SESSION, update))
-            found = self.conn.query_one(sql, params)
+            fresh, self._guarded = self._guarded, None
+            sql, params = statement(
+                renewal, rows, texts, (_UPDATE_SESSION, update), None if fresh is None else key(fresh)
+            )
+            found = next(iter(self.conn.query_last(sql, params)), None)
             if renew:
                 self._lease.renewed(int(found[0]) if found else 0, epoch)
                 self._renewed = now
+            if fresh is not None and (found is None or found[1]):
+                raise self._taken(fresh)
             return
         self._send_held()
         self.conn.execute(_UPDATE_SESSION, update)
@@ -282,6 +323,9 @@ class SqlSession(SessionReads):
         self.conn.before_statement = None
         rows, texts = self._held_rows, self._held_texts
         self._held_rows, self._held_texts = [], []
+        fresh, self._guarded = self._guarded, None
+        if fresh is not None and self._by_id(fresh) is not None:
+            raise self._taken(fresh)
         if rows:
             self._renew()
             self._flush(rows, texts)
@@ -369,11 +413,15 @@ class SqlSession(SessionReads):
             parent = known.get(parent_id) if known else None
             if parent is None:
                 parent = self._pointers_of(parent_id)
+        unchecked = entry_id in self._unchecked  # checked by the statement that writes it
         duplicate = (
             (known is not None and entry_id in known)
             or entry_id in self._pointers
-            or (self._count > len(known or ()) and self._by_id(entry_id) is not None)
+            or (not unchecked and self._count > len(known or ()) and self._by_id(entry_id) is not None)
         )
+        if unchecked:
+            self._unchecked.clear()
+            self._guarded = entry_id
         if duplicate or (parent_id is not None and (parent is None or parent_id == entry_id)):
             self._irregular = True  # pointers no longer tell the truth: read this session whole from now on
         seq = self._count + 1
