@@ -437,3 +437,43 @@ def test_the_body_cache_is_read_for_a_bulk_decode_only(
         fresh.close()
     manager.close()
     assert _snapshot(path) == expected
+
+
+def test_reading_the_cache_starts_no_collection_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's lists hold every id and timestamp, and its line table a part per chunk scanned: a
+    collection pass started while they are built would walk all of them for nothing (no cycles)."""
+    import gc
+
+    from sessiontree.storage import _scan
+
+    path = tmp_path / "s.jsonl"
+    lines = [_header(), *(_line(f"e{n}", f"e{n - 1}" if n else None) for n in range(2_000))]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(_scan, "CHUNK_BYTES", 2_000)  # hundreds of table parts
+    JsonlStore.open(path, read_only=True).close()  # writes the cache
+    assert len(_cache_files()) == 1
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    was_enabled = gc.isenabled()
+    gc.enable()
+    gc.set_threshold(50)  # any 50 new containers would start a pass
+    gc.callbacks.append(count)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            found = index_cache.lookup(path.resolve(), fd, os.fstat(fd), len(lines[0]) + 1, 2)
+        finally:
+            os.close(fd)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*threshold)
+        if not was_enabled:
+            gc.disable()
+    assert found is not None and len(found.result.ids) == 2_000
+    assert len(found.result.table._parts) > 100
+    assert passes == []

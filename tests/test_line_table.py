@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -67,4 +68,90 @@ def test_line_spans_in_bulk_cover_every_kind_of_part_in_any_order(tmp_path: Path
     for bad in ([n], [-1], [0, n]):
         with pytest.raises(IndexError):
             table.spans_at(bad)
+    store.close()
+
+
+def test_span_lists_are_the_spans_of_ascending_positions(tmp_path: Path) -> None:
+    """``span_lists`` (starts and ends gathered per part) gives the spans one by one, for ascending positions
+    that start, end and skip anywhere: a part's first entry, single entries, whole parts, explicit parts."""
+    path = tmp_path / "s.jsonl"
+    lines = [_header(), *(_line(f"e{n}", f"e{n - 1}" if n else None) for n in range(400))]
+    lines[150] = b"{bad"  # the chunk holding it is indexed line by line
+    lines[300] = lines[300] + b"\r"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    original = _scan.CHUNK_BYTES
+    _scan.CHUNK_BYTES = 2_000  # many small chunks
+    try:
+        store = JsonlStore.open(path)
+    finally:
+        _scan.CHUNK_BYTES = original
+    store.append({"type": "message", "id": "x", "parentId": "e399", "timestamp": "t", "message": {}})
+    table = store._table
+    n = len(table)
+    firsts = table._firsts
+    assert len(firsts) > 10
+    one_by_one = [table.span(i) for i in range(n)]
+    rng = random.Random(11)
+    cases = [
+        list(range(n)),
+        [0],
+        [n - 1],
+        sorted(firsts),  # the first entry of every part
+        sorted({f - 1 for f in firsts if f} | {0}),  # the last entry of every part
+        [0, 0, 5, 5, n - 1],  # repeats are allowed
+        *(sorted(rng.sample(range(n), k)) for k in (2, 17, 120, n // 2)),
+    ]
+    for positions in cases:
+        starts, ends = table.span_lists(positions)
+        assert list(zip(starts, ends, strict=True)) == [one_by_one[i] for i in positions]
+    assert table.span_lists([]) == ([], [])
+    for bad in ([n], [-1], [0, n]):
+        with pytest.raises(IndexError):
+            table.span_lists(bad)
+    store.close()
+
+
+def test_a_bulk_decode_reads_nearby_lines_together_in_bounded_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``preload`` decodes what decoding one by one gives, reading nearby lines together but never more
+    than ``_READ_BYTES`` at a time unless one line alone is longer; distant lines are read apart."""
+    from sessiontree.storage import jsonl_reads
+
+    path = tmp_path / "s.jsonl"
+    entries: list[dict[str, Any]] = []
+    for n in range(300):
+        entry: dict[str, Any] = {"type": "message", "id": f"e{n}", "parentId": f"e{n - 1}" if n else None}
+        entry["timestamp"] = "t"
+        entry["message"] = {"role": "user", "content": "x" * (5_000 if n == 120 else (n * 37) % 400)}
+        entries.append(entry)
+    lines = [_header(), *map(pi_json.dumps_bytes, entries)]
+    lines[200] = b"{bad"  # a chunk indexed line by line
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(jsonl_reads, "_READ_BYTES", 2_000)
+    monkeypatch.setattr(jsonl_reads, "_READ_GAP", 3_000)
+    original = _scan.CHUNK_BYTES
+    _scan.CHUNK_BYTES = 4_000
+    try:
+        store = JsonlStore.open(path, read_only=True)
+    finally:
+        _scan.CHUNK_BYTES = original
+    expected = [e for k, e in enumerate(entries) if k != 199]
+    reads: list[tuple[int, int]] = []
+    real = store._read_range
+    monkeypatch.setattr(store, "_read_range", lambda a, b: reads.append((a, b)) or real(a, b))
+    wanted = [*range(0, 150), *range(150, 290, 9)]
+    store.preload(wanted)
+    assert [store.entry_at(i) for i in wanted] == [expected[i] for i in wanted]
+    assert reads == sorted(reads) and all(b <= c for (_, b), (c, _) in pairwise(reads))
+    longest = max(len(line) for line in lines)
+    assert all(b - a <= 2_000 or b - a == longest for a, b in reads)
+    assert any(b - a == longest for a, b in reads)  # the long line is read alone
+    spans = store._table.spans_at(wanted)
+    # every line is in exactly one read, and a read never spans a gap wider than _READ_GAP
+    for a, b in reads:
+        inside = [s for s in spans if a <= s[0] and s[1] <= b]
+        assert inside and inside[0][0] == a and inside[-1][1] == b
+        assert all(t[0] - s[1] <= 3_000 for s, t in pairwise(inside))
+    assert sum(len([s for s in spans if a <= s[0] and s[1] <= b]) for a, b in reads) == len(spans)
     store.close()

@@ -347,3 +347,38 @@ def test_connector_prefix_draws_only_the_levels_it_shows() -> None:
                 expected = _prefix_reference(guides, branch_start, max_levels)
                 assert connector_prefix(guides, branch_start, max_levels) == expected
     assert connector_prefix((True,) * 100_000, True, 4) == "+99996 " + "   " * 3 + "└─ "
+
+
+def test_run_positions_many_is_one_by_one_in_any_order() -> None:
+    """A path given as runs maps path indexes to store positions the same way in bulk (in C per run when the
+    indexes ascend) as one by one, whatever the order, with repeats, and refuses an index off the path."""
+    import random
+
+    from sessiontree.tree.session_index import _RunPositions
+
+    runs = [(0, 5), (9, 10), (20, 31), (40, 41), (50, 70)]
+    positions = _RunPositions(runs)
+    flat = [p for start, stop in runs for p in range(start, stop)]
+    n = len(flat)
+    rng = random.Random(3)
+    cases = [
+        list(range(n)),
+        [0],
+        [n - 1],
+        [4, 5, 6, 16, 17],  # across run boundaries
+        [0, 0, 3, 3, n - 1, n - 1],
+        *(sorted(rng.sample(range(n), k)) for k in (2, 9, 30)),
+        list(reversed(range(n))),
+        rng.sample(range(n), 20),
+    ]
+    for indexes in cases:
+        assert positions.many(indexes) == [flat[k] for k in indexes]
+        assert positions.many(indexes) == [positions[k] for k in indexes]
+    assert positions.many([]) == []
+    for bad in ([n], [-1], [0, n], [0, 3, n, n + 5], [n + 1, 0]):
+        with pytest.raises(IndexError) as raised:
+            positions.many(bad)
+        assert raised.value.args == (next(k for k in bad if not 0 <= k < n),)
+    assert _RunPositions([]).many([]) == []
+    with pytest.raises(IndexError):
+        _RunPositions([]).many([0, 1])

@@ -9,8 +9,10 @@ lines, CRLF endings, appends) are kept explicitly. Knows nothing about JSON or e
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from itertools import repeat
+from operator import add, itemgetter, sub
 
 __all__ = ["LineTable"]
 
@@ -119,6 +121,38 @@ class LineTable:
                 add((part.starts[j], part.ends[j]))
         return out
 
+    def span_lists(self, positions: Sequence[int]) -> tuple[list[int], list[int]]:
+        """``spans_at(positions)`` as two lists, starts and ends, for ascending ``positions``: per part, the
+        offsets are gathered in C rather than looked up one by one (a context's thousands of lines)."""
+        firsts, parts, n = self._firsts, self._parts, self._n
+        starts: list[int] = []
+        ends: list[int] = []
+        i, count = 0, len(positions)
+        while i < count:
+            p = positions[i]
+            if not 0 <= p < n:
+                raise IndexError(p)
+            k = bisect_right(firsts, p) - 1
+            low = firsts[k]
+            stop = bisect_left(positions, firsts[k + 1], i) if k + 1 < len(firsts) else count
+            if positions[stop - 1] >= n:
+                raise IndexError(positions[stop - 1])
+            local = list(map(sub, positions[i:stop], repeat(low)))
+            part = parts[k]
+            if isinstance(part, _Chunk):
+                base = part.base
+                ends += map(add, _gather(part.ends, local), repeat(base))
+                at = len(starts)
+                starts += map(add, _gather(part.ends, list(map(sub, local, repeat(1)))), repeat(base + 1))
+                if local[0] == 0:  # the part's first entry starts where the part does (ascending: in front)
+                    zeros = local.count(0)
+                    starts[at : at + zeros] = [base + part.first] * zeros
+            else:
+                starts += _gather(part.starts, local)
+                ends += _gather(part.ends, local)
+            i = stop
+        return starts, ends
+
     def line(self, i: int) -> int:
         """The 1-based physical line number of entry ``i``."""
         part, j = self._locate(i)
@@ -174,6 +208,13 @@ class LineTable:
             else:
                 raise ValueError("bad part")
         return table
+
+
+def _gather(values: array[int], indexes: list[int]) -> list[int]:
+    """``[values[j] for j in indexes]`` in C (``indexes`` not empty)."""
+    if len(indexes) == 1:
+        return [values[indexes[0]]]
+    return list(itemgetter(*indexes)(values))
 
 
 def _array(raw: int | bytes) -> array[int]:

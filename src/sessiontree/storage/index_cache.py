@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.tree.entry_store import Problem
 
 from . import _fileio
@@ -92,8 +93,11 @@ def lookup(path: Path, fd: int, st: os.stat_result, start: int, first_line: int)
     except OSError:
         return None
     try:
-        fields = msgspec.msgpack.decode(blob)
-        found = _check(fields, fd, st, start, first_line)
+        # lists of a million strings and a table part per 256 KiB scanned: a collection pass started by
+        # the parts would walk the lists whole, for nothing (they hold no cycles)
+        with bulk_allocation():
+            fields = msgspec.msgpack.decode(blob)
+            found = _check(fields, fd, st, start, first_line)
     except (msgspec.DecodeError, ValueError, TypeError, IndexError, OSError):
         return None
     if found is not None:

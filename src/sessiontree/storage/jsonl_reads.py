@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import compress, pairwise, repeat
+from operator import gt, sub
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,9 @@ __all__ = ["JsonlReads"]
 _READ_GAP = (
     1 << 15
 )  # lines further apart than this are read separately (one pread costs about as much as copying 32 KiB)
+_READ_BYTES = 1 << 16
+"""At most this much is read at once for a bulk decode (unless one line is longer): reads of this size
+stay below the C allocator's threshold for a fresh mapping, so each reuses the memory the last one freed."""
 _NEW_BODIES = 16  # a store that decoded fewer entries than this beyond the body cache leaves it as it is
 _BODIES_FOR = 128
 """The body cache is read (once) for a bulk decode of at least this many entries: reading and indexing it
@@ -97,7 +103,7 @@ class JsonlReads(IndexedStore):
                 return found
         return super()._decode(i)
 
-    def preload(self, positions: Iterable[int], chunk: int = 8192) -> None:
+    def preload(self, positions: Iterable[int]) -> None:
         cache = self._cache
         missing = sorted({i for i in positions if i not in cache})
         with bulk_allocation():  # thousands of new dicts and lists, no cycles: no collection passes
@@ -111,9 +117,35 @@ class JsonlReads(IndexedStore):
                     else:
                         cache[i] = found
                 missing = left
-            for start in range(0, len(missing), chunk):  # a few MB read at a time, not the whole file
-                part = missing[start : start + chunk]
-                cache.update(zip(part, self._decode_raws(part, self.raw_views_at(part)), strict=True))
+            self._decode_into(cache, missing)
+
+    def _decode_into(self, into: dict[int, Any], positions: list[int]) -> None:
+        """Decode the lines at ``positions`` (ascending) into ``into``, by position: each group of nearby
+        lines is read (``_READ_GAP``, at most ``_READ_BYTES`` at a time) and decoded before the next, so the
+        memory one read took is used again by the next instead of every line's bytes being held at once."""
+        if not positions:
+            return
+        starts, ends = self._table.span_lists(positions)
+        # a new group where the gap to the line before is too wide, or the group would get too long
+        cuts = [0, *compress(range(1, len(starts)), map(gt, map(sub, starts[1:], ends), repeat(_READ_GAP)))]
+        cuts.append(len(starts))
+        for a, b in pairwise(cuts):
+            while a < b:
+                stop = min(b, max(a + 1, bisect_right(ends, starts[a] + _READ_BYTES, a, b)))
+                low, high = starts[a], ends[stop - 1]
+                blob = memoryview(self._read_range(low, high)).toreadonly()
+                views = list(
+                    map(
+                        blob.__getitem__,
+                        map(
+                            slice, map(sub, starts[a:stop], repeat(low)), map(sub, ends[a:stop], repeat(low))
+                        ),
+                    )
+                )
+                part = positions[a:stop]
+                into.update(zip(part, self._decode_raws(part, views), strict=True))
+                del views, blob
+                a = stop
 
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         """The lines at ``positions``; lines close to each other in the file share one read, so a few
@@ -204,10 +236,7 @@ class JsonlReads(IndexedStore):
     def _fresh_entries(self, fresh: dict[int, Any], positions: Sequence[int]) -> list[dict[str, Any]]:
         """The entries at ``positions`` decoded from the file's bytes (kept in ``fresh``), never from the
         dicts callers were given."""
-        missing = sorted({p for p in positions if p not in fresh})
-        for start in range(0, len(missing), 8192):
-            part = missing[start : start + 8192]
-            fresh.update(zip(part, self._decode_raws(part, self.raw_views_at(part)), strict=True))
+        self._decode_into(fresh, sorted({p for p in positions if p not in fresh}))
         return [fresh[p] for p in positions]
 
     def _save_context(self, fresh: dict[int, Any]) -> None:
