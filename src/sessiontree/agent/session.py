@@ -51,7 +51,8 @@ class AsyncSession:
 
     # -- reads -----------------------------------------------------------------------------------------
     async def leaf_id(self) -> str | None:
-        return await self.run(SessionManager.get_leaf_id)
+        """The leaf: the manager's own attribute, never a call to the store (no worker thread)."""
+        return self.manager.get_leaf_id()
 
     async def entry(self, entry_id: str) -> Entry | None:
         return await self.run(SessionManager.get_entry, entry_id)
@@ -64,7 +65,8 @@ class AsyncSession:
         return await self.run(SessionManager.build_session_context)
 
     async def session_id(self) -> str:
-        return await self.run(SessionManager.get_session_id)
+        """The session id, from the header the index holds in memory (no worker thread)."""
+        return self.manager.get_session_id()
 
     # -- writes ----------------------------------------------------------------------------------------
     async def append_message(self, message: dict[str, Any]) -> str:
