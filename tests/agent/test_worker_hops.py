@@ -5,14 +5,17 @@ run, the leaf, the session id) are answered from memory; the cache's memory answ
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from sessiontree import SessionManager
 from sessiontree.agent import AgentTool, ScriptedModel, ToolResult, reply, tool_call
+from sessiontree.agent import session as session_module
 from sessiontree.agent import turn_state as turn_state_module
 from sessiontree.agent.session import AsyncSession
 from sessiontree.agent.turn_state import ContextCache
@@ -192,3 +195,83 @@ def test_a_failed_advance_forgets_the_cache_instead_of_raising(monkeypatch: pyte
     monkeypatch.undo()
     assert cache.context(manager) == manager.build_session_context()
     assert cache.rebuilds == 2
+
+
+# -- the session's worker thread ------------------------------------------------------------------------------
+@pytest.mark.anyio
+async def test_calls_made_together_run_one_at_a_time_in_their_order_on_one_thread() -> None:
+    manager, _ = _remote_manager()
+    facade = AsyncSession(manager)
+    running: list[int] = []
+    log: list[tuple[int, int, int]] = []  # (call, thread, calls running at its start)
+
+    def call(_manager: SessionManager, k: int) -> int:
+        running.append(k)
+        log.append((k, threading.get_ident(), len(running)))
+        time.sleep(0.02)
+        running.remove(k)
+        return k * 10
+
+    answers: dict[int, int] = {}
+
+    async def one(k: int) -> None:
+        answers[k] = await facade.run(call, k)
+
+    async with anyio.create_task_group() as group:
+        for k in range(4):
+            group.start_soon(one, k)
+            await anyio.sleep(0)  # each task submits before the next starts
+    assert [k for k, _, _ in log] == [0, 1, 2, 3]
+    assert {n for _, _, n in log} == {1}
+    threads = {t for _, t, _ in log}
+    assert len(threads) == 1 and threading.get_ident() not in threads
+    assert answers == {0: 0, 1: 10, 2: 20, 3: 30}
+
+
+@pytest.mark.anyio
+async def test_a_worker_call_raises_in_the_caller_and_a_cancelled_caller_waits_for_its_call() -> None:
+    manager, _ = _remote_manager()
+    facade = AsyncSession(manager)
+
+    def failing(_manager: SessionManager) -> None:
+        raise KeyError("from the worker")
+
+    with pytest.raises(KeyError, match="from the worker"):
+        await facade.run(failing)
+    finished: list[bool] = []
+
+    def slow(_manager: SessionManager) -> None:
+        time.sleep(0.1)
+        finished.append(True)
+
+    with anyio.move_on_after(0.01):
+        await facade.run(slow)
+    assert finished == [True]  # the cancellation waited until the call returned
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(anyio.get_cancelled_exc_class()):
+            await facade.run(slow)
+    assert finished == [True]  # a caller already cancelled makes no call
+
+
+@pytest.mark.anyio
+async def test_the_worker_thread_ends_when_idle_and_another_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module, "IDLE_S", 0.05)
+    manager, _ = _remote_manager()
+    facade = AsyncSession(manager)
+    first = await facade.run(lambda _m: threading.current_thread())
+    first.join(timeout=5)
+    assert not first.is_alive()
+    second = await facade.run(lambda _m: threading.current_thread())
+    assert second is not first and second.name == "sessiontree-session"
+
+
+@pytest.mark.anyio
+async def test_without_an_asyncio_loop_calls_go_to_anyios_worker_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    manager, _ = _remote_manager()
+    facade = AsyncSession(manager)
+    monkeypatch.setattr(session_module, "_asyncio_loop", lambda: None)  # as under trio
+    name = await facade.run(lambda _m: threading.current_thread().name)
+    assert name != "sessiontree-session" and name != threading.current_thread().name
