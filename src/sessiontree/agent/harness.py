@@ -49,7 +49,15 @@ from .phase_guard import normalize_error
 from .queues import MessageQueues
 from .resume import INTERRUPTED_TEXT, find_interruption
 from .retry import DEFAULT_RETRY_SETTINGS, RetrySettings
-from .run import RunParts, compact_before_prompt, drive, drop_trailing_error, repair_interrupted, snapshot
+from .run import (
+    RunParts,
+    compact_before_prompt,
+    drive,
+    drop_trailing_error,
+    flush_writes,
+    repair_interrupted,
+    snapshot,
+)
 from .session import AsyncSession
 from .tree_ops import TreeOperations
 from .turn_state import ContextCache, LiveSettings, SystemPrompt
@@ -242,7 +250,7 @@ class AgentHarness(TreeOperations):
     # -- writes (buffered while busy) ------------------------------------------------------------------------
     async def flush_pending_session_writes(self) -> int:
         """Write everything buffered now (FIFO); returns how many entries were written."""
-        return await self._parts.writes.flush(self._parts.session)
+        return await flush_writes(self._parts)
 
     def _write(self, kind: str, *args: Any) -> Posted:
         write(self._parts, kind, *args)
@@ -334,7 +342,7 @@ class AgentHarness(TreeOperations):
         self._begin("turn")
         parts = self._parts
         try:
-            await parts.writes.flush(parts.session)
+            await flush_writes(parts)
             state = await record_settings(parts, await compact_before_prompt(parts, await snapshot(parts)))
             prompts = [_user(text, images, parts.clock())]
             if parts.queues.next_turn:
@@ -378,7 +386,7 @@ class AgentHarness(TreeOperations):
         self._begin("turn")
         parts = self._parts
         try:
-            await parts.writes.flush(parts.session)
+            await flush_writes(parts)
             state = await snapshot(parts)
             leaf = await parts.session.leaf_id()
             leaf_entry = await parts.session.entry(leaf) if leaf is not None else None

@@ -15,7 +15,7 @@ from ..compaction.summarizer import BranchSummaryError, CompactionError
 from ..errors import SessionError
 from ..llm.types import AbortSignal
 from .bus import hook_error
-from .run import RunParts
+from .run import RunParts, flush_writes
 from .types import HarnessError
 
 __all__ = ["PhaseGuard", "normalize_error"]
@@ -56,7 +56,7 @@ class PhaseGuard:
         """Back to idle: flush what is still buffered; a run also announces ``settled``."""
         parts = self._parts
         try:
-            await parts.writes.flush(parts.session)
+            await flush_writes(parts)
         finally:
             parts.phase, parts.signal = "idle", None
             done, self._done = self._done, None

@@ -49,6 +49,7 @@ __all__ = [
     "drive",
     "drop_trailing_error",
     "failure_message",
+    "flush_writes",
     "handle_event",
     "repair_interrupted",
     "snapshot",
@@ -88,9 +89,22 @@ def _cached(manager: SessionManager, cache: ContextCache) -> SessionContext:
     return cache.context(manager)
 
 
+def _append_message(manager: SessionManager, message: AgentMessage, cache: ContextCache) -> str:
+    entry_id = manager.append_message(message)
+    cache.advance(manager)
+    return entry_id
+
+
 async def current_context(parts: RunParts) -> SessionContext:
-    """The context at the leaf now (the cache's own object: read it, do not keep or change it)."""
-    return await parts.session.run(_cached, parts.cache)
+    """The context at the leaf now (the cache's own object: read it, do not keep or change it); from memory
+    when the cache is current, else through the facade."""
+    fresh = parts.cache.current(parts.session.manager)
+    return fresh if fresh is not None else await parts.session.run(_cached, parts.cache)
+
+
+async def flush_writes(parts: RunParts) -> int:
+    """Write what is buffered (one facade call, none when nothing is), advancing the context cache in it."""
+    return await parts.writes.flush(parts.session, parts.cache.advance)
 
 
 async def snapshot(parts: RunParts) -> TurnState:
@@ -107,7 +121,8 @@ async def handle_event(parts: RunParts, event: Event) -> None:
         parts.overflow_attempted = False
     if kind == "message_end":
         message = event["message"]
-        await parts.session.append_message(message)
+        # one call: the append and the cache's extension over it (the next snapshot then needs none)
+        await parts.session.run(_append_message, message, parts.cache)
         succeeded = message.get("role") == "assistant" and message.get("stopReason") != "error"
         if succeeded:
             parts.overflow_attempted = False
@@ -123,14 +138,14 @@ async def handle_event(parts: RunParts, event: Event) -> None:
         except Exception as exc:  # the save point still happens; the error is raised after it
             failure = exc
         had_pending = len(parts.writes) > 0
-        await parts.writes.flush(parts.session)
+        await flush_writes(parts)
         await parts.session.sync()
         if failure is not None:
             raise failure
         await parts.bus.emit(ev.save_point(had_pending))
         return
     if kind == "agent_end":
-        await parts.writes.flush(parts.session)
+        await flush_writes(parts)
         await parts.session.sync()
         event = {**event, "willRetry": _will_retry(parts, _last_assistant(event.get("messages") or []))}
     await parts.bus.emit(event)
@@ -284,7 +299,7 @@ def _loop_config(parts: RunParts, ref: _StateRef) -> LoopConfig:
         return patched, bool(answer["isError"]) if "isError" in answer else is_error
 
     async def prepare_next_turn(_turn: TurnInfo) -> NextTurn:
-        await parts.writes.flush(parts.session)
+        await flush_writes(parts)
         ref.state = await snapshot(parts)
         return NextTurn(ref.state.agent_context(), ref.state.model, ref.state.thinking_level)
 
@@ -371,7 +386,7 @@ async def _loop(
                 cause=error,
             ) from failure
     finally:
-        await parts.writes.flush(parts.session)
+        await flush_writes(parts)
 
 
 def _last_assistant(messages: list[AgentMessage]) -> AgentMessage | None:

@@ -121,22 +121,57 @@ class ContextCache:
 
     def context(self, manager: SessionManager) -> SessionContext:
         """The context at the manager's leaf, equal to ``manager.build_session_context()``."""
-        index = manager.index
-        leaf = manager.get_leaf_id()
-        cached = self._context
-        if cached is not None and index is self._index and index.generation == self._generation:
-            if leaf == self._leaf and len(index) == self._size:
-                return cached
-            appended = self._appended_path(index, leaf)
-            if appended is not None:
-                self._extend(cached, appended)
-                self._remember(index, leaf, cached)
-                self.extensions += 1
-                return cached
+        extended = self._extended(manager)
+        if extended is not None:
+            return extended
+        index, leaf = manager.index, manager.get_leaf_id()
         built = manager.build_session_context()
         self._remember(index, leaf, built)
         self.rebuilds += 1
         return built
+
+    def current(self, manager: SessionManager) -> SessionContext | None:
+        """The cached context when it is still the one at the manager's leaf, told from memory alone (the
+        leaf, the index object and its generation; the path to a leaf never changes while the generation
+        stays): the store is never asked, so a caller needs no worker thread for a remote store. None
+        when the leaf moved or the session was read again (``context`` then extends or rebuilds)."""
+        cached = self._context
+        if (
+            cached is not None
+            and manager.get_leaf_id() == self._leaf
+            and manager.index is self._index
+            and self._index.generation == self._generation
+        ):
+            return cached
+        return None
+
+    def advance(self, manager: SessionManager) -> None:
+        """Right after a write, in the same call to the store: extend the cached context to the new leaf
+        when it can be (never a rebuild), so the next ``current`` answers from memory. A failure forgets
+        the cache instead of being raised: the next ``context`` rebuilds (and raises, if it must)."""
+        if self._context is None:
+            return
+        try:
+            self._extended(manager)
+        except Exception:
+            self.invalidate()
+
+    def _extended(self, manager: SessionManager) -> SessionContext | None:
+        """The cached context, extended to the manager's leaf when only appends lead there; else None."""
+        index = manager.index
+        leaf = manager.get_leaf_id()
+        cached = self._context
+        if cached is None or index is not self._index or index.generation != self._generation:
+            return None
+        if leaf == self._leaf and len(index) == self._size:
+            return cached
+        appended = self._appended_path(index, leaf)
+        if appended is None:
+            return None
+        self._extend(cached, appended)
+        self._remember(index, leaf, cached)
+        self.extensions += 1
+        return cached
 
     def _remember(self, index: SessionIndex, leaf: str | None, context: SessionContext) -> None:
         self._index, self._generation, self._size = index, index.generation, len(index)
@@ -204,8 +239,14 @@ def _snapshot(manager: SessionManager, cache: ContextCache) -> tuple[SessionCont
 
 
 async def create_turn_state(session: AsyncSession, cache: ContextCache, live: LiveSettings) -> TurnState:
-    """Freeze the live settings and the persisted session's messages for the next request."""
-    context, messages, session_id = await session.run(_snapshot, cache)
+    """Freeze the live settings and the persisted session's messages for the next request (from memory,
+    without a call through the facade, when the cache is current: the run advanced it with its writes)."""
+    manager = session.manager
+    fresh = cache.current(manager)
+    if fresh is not None:
+        context, messages, session_id = fresh, list(fresh.messages), manager.get_session_id()
+    else:
+        context, messages, session_id = await session.run(_snapshot, cache)
     active = live.active_tools()
     prompt = live.system_prompt
     if callable(prompt):

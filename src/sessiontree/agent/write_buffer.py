@@ -97,8 +97,18 @@ class WriteBuffer:
                 self._queue.popleft()
         return applied
 
-    async def flush(self, session: AsyncSession) -> int:
-        """Apply every queued write in order, as one facade call; returns how many were written."""
+    async def flush(
+        self, session: AsyncSession, then: Callable[[SessionManager], object] | None = None
+    ) -> int:
+        """Apply every queued write in order, as one facade call; returns how many were written. ``then``
+        (the harness's context cache advancing) runs in the same call once the writes succeeded."""
         if not self._queue:
             return 0
-        return await session.run(self.apply_all)
+        if then is None:
+            return await session.run(self.apply_all)
+        return await session.run(self._apply_all_then, then)
+
+    def _apply_all_then(self, manager: SessionManager, then: Callable[[SessionManager], object]) -> int:
+        applied = self.apply_all(manager)
+        then(manager)
+        return applied
