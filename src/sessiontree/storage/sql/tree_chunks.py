@@ -250,6 +250,11 @@ class ChunkWriter:
 
     def _write(self, number: int) -> None:
         rows = self._rows
+        if number and not self._conn.query(
+            "SELECT 1 FROM st_tree_chunks WHERE session_id = ? AND chunk = ?", (self._session_id, number - 1)
+        ):  # the chunk before could not be written: neither is this one (a reader takes chunks from 0 on)
+            rows.clear()
+            return
         if len(rows) != CHUNK_ROWS:  # begun before this writer: read from its rows
             rows[:] = _chunk_rows(self._conn, self._session_id, number * CHUNK_ROWS + 1)
         if _parents_agree(self._conn, self._session_id, rows):
