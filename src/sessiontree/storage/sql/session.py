@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.errors import SessionError, SessionLockedError, StorageError
 from sessiontree.format import pi_json as _json
 from sessiontree.storage._encode import encode_entry
@@ -147,7 +148,7 @@ class SqlSession(SessionReads):
         self._walks.clear()
         self._absent.clear()
         self._loaded, self._labels = None, None
-        self._info = SessionInfoBuilder()
+        self._info = SessionInfoBuilder(keep_texts=False)
 
     @property
     def problems(self) -> list[Problem]:
@@ -378,7 +379,8 @@ class SqlSession(SessionReads):
     def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
         """Insert many entries, each with its exact line, in one transaction and in batches of statements
         (what ``sessiontree copy`` and forks write): the same rows ``append_line`` writes one at a time."""
-        with self.transaction(), self.conn.bulk():
+        # (bulk_allocation: no collection passes over the entries decoded meanwhile, none of them in a cycle)
+        with self.transaction(), self.conn.bulk(), bulk_allocation():
             self.prepare_write()
             self._renew()
             known: dict[str, Pointers] = {}  # this call's entries: not all in the database until flushed
@@ -470,8 +472,7 @@ class SqlSession(SessionReads):
             key(target) if isinstance(target, str) else None,
         )
         info = self._info
-        info.add(entry)
-        info.texts.clear()  # only the columns are kept; the text goes to the search table
+        info.add(entry)  # (keeps no texts: the text goes to the search table)
         text = entry_search_text(entry)
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)

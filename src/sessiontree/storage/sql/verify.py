@@ -100,7 +100,7 @@ def check_pointers(conn: Conn, session_id: str, where: str, stored: SessionRow) 
     """Problems of the pointer columns and of the session row: each computed again from the lines."""
     problems: list[Problem] = []
     by_id: dict[str, _Expected] = {}
-    info = SessionInfoBuilder()
+    info = SessionInfoBuilder(keep_texts=False)
     irregular = False
     rows = 0
     last_seq = 0
@@ -115,7 +115,6 @@ def check_pointers(conn: Conn, session_id: str, where: str, stored: SessionRow) 
         entry = _entry(raw[WIDTH])  # None for a bad line (reported by the read of the lines)
         if entry is not None:
             info.add(entry)
-            info.texts.clear()
         # a bad line's columns stand in for it, so that its descendants are compared as they were written
         entry_id = entry["id"] if entry is not None else row.id
         parent_id = row.parent_id
