@@ -187,3 +187,30 @@ def _index_definition(url: str) -> str:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'st_entries_type'").fetchone()
     return str(row[0]) if row else ""
+
+
+def test_the_session_columns_are_gathered_without_keeping_every_messages_text() -> None:
+    """What the SQL stores keep of a session (counts, first user message, name, last activity) is the same
+    when the builder keeps no texts, which the search table takes from the lines instead."""
+    from sessiontree.storage.session_dirs import SessionInfoBuilder
+
+    entries: list[Any] = [
+        {"type": "message", "message": {"role": "assistant", "content": "hello first", "timestamp": 5}},
+        {"type": "message", "message": {"role": "user", "content": [], "timestamp": 7}},
+        {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "the ask"}]}},
+        {"type": "session_info", "name": "  named  "},
+        {
+            "type": "message",
+            "message": {"role": "user", "content": "later"},
+            "timestamp": "2025-01-01T00:00:00Z",
+        },
+        {"type": "message", "message": "not a dict"},
+        [1, 2],
+    ]
+    full, lean = SessionInfoBuilder(), SessionInfoBuilder(keep_texts=False)
+    for entry in entries:
+        full.add(entry)
+        lean.add(entry)
+    got = (lean.message_count, lean.first_message, lean.name, lean.last_activity)
+    assert got == (full.message_count, full.first_message, full.name, full.last_activity)
+    assert got[1] == "the ask" and full.texts and lean.texts == []

@@ -235,9 +235,11 @@ class SessionInfoBuilder:
     Used on whole files (``build_session_info``) and by database stores, which keep these as columns.
     """
 
-    __slots__ = ("first_message", "last_activity", "message_count", "name", "texts")
+    __slots__ = ("first_message", "keep_texts", "last_activity", "message_count", "name", "texts")
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_texts: bool = True) -> None:
+        self.keep_texts = keep_texts
+        """Whether ``texts`` gathers every message's text (else only the first user message's is taken)."""
         self.message_count = 0
         self.first_message: str | None = None
         self.texts: list[str] = []
@@ -261,11 +263,14 @@ class SessionInfoBuilder:
         role = message.get("role")
         if role not in ("user", "assistant"):
             return
-        text = _text_of(message.get("content"), " ")
-        if text:
-            self.texts.append(text)
-            if role == "user" and self.first_message is None:
-                self.first_message = text
+        if self.keep_texts:
+            text = _text_of(message.get("content"), " ")
+            if text:
+                self.texts.append(text)
+                if role == "user" and self.first_message is None:
+                    self.first_message = text
+        elif role == "user" and self.first_message is None:
+            self.first_message = _text_of(message.get("content"), " ") or None
         activity = _message_ms(message.get("timestamp"))
         if activity is None or _dt(activity) is None:
             activity = parse_iso_ms(entry.get("timestamp"))

@@ -250,6 +250,17 @@ class EntryStore(ABC):
             out.append(-1 if j is None else j)
         return out
 
+    def ordered_parents(self) -> tuple[list[int], list[int]] | None:
+        """When every entry's parent is known to come before it and no id repeats (a store that read its parent
+        positions with its rows): the positions whose parent is not the entry just before (``run_starts``)
+        and their parents' positions (-1: none); the tree then has no cycle to look for. ``None`` otherwise."""
+        return None
+
+    def last_positions(self, entry_ids: Iterable[str]) -> dict[str, int]:
+        """``{entry_id: index_of(entry_id)}`` for those of ``entry_ids`` in the store, asked in one call."""
+        found = {entry_id: self.index_of(entry_id) for entry_id in entry_ids}
+        return {k: v for k, v in found.items() if v is not None}
+
     def note_context(self, runs: Sequence[tuple[int, int]]) -> None:  # noqa: B027 - an optional hook
         """A context is about to be built from the path ``runs`` (positions, root first): a store that keeps
         contexts for the next process (the JSONL store's context cache) remembers which."""
@@ -411,6 +422,14 @@ class IndexedStore(EntryStore):
         ):  # an empty parentId ends a walk, as in pi, even if some entry has the id ""
             out = [-1 if p == "" else j for p, j in zip(parents, out, strict=True)]
         return out
+
+    def last_positions(self, entry_ids: Iterable[str]) -> dict[str, int]:
+        wanted = set(entry_ids)
+        ids = self._ids
+        if self._index_map is not None or len(wanted) * 64 > len(ids):
+            return super().last_positions(wanted)
+        # a few ids and no id map yet: one pass over the ids finds them (in C), the last copy winning
+        return {ids[i]: i for i in compress(range(len(ids)), map(wanted.__contains__, ids))}
 
     @property
     def duplicate_ids(self) -> frozenset[str]:

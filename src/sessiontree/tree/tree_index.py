@@ -9,12 +9,14 @@ from __future__ import annotations
 import gc
 import math
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Mapping
 from functools import cmp_to_key
-from itertools import compress, repeat
-from operator import eq
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.format.ids import parse_iso_ms
 from sessiontree.tree.entry_store import EntryStore, Problem
 
@@ -88,6 +90,7 @@ def _compare(a: float, b: float) -> int:
 
 
 _SORT_KEY = cmp_to_key(_compare)
+_CHILDREN = attrgetter("children")
 
 
 def _as_runs(positions: list[int]) -> list[tuple[int, int]]:
@@ -368,10 +371,10 @@ class TreeIndex:
                 lookup: Callable[[str], TreeNode | None] = by_id.get
             else:
                 roots, by_position = fast
-                index_of = self.store.index_of
+                found = self.store.last_positions(labels) if labels else {}
 
                 def lookup(entry_id: str) -> TreeNode | None:
-                    j = index_of(entry_id)
+                    j = found.get(entry_id)
                     return None if j is None else by_position[j]
         finally:
             if gc_was_enabled:
@@ -386,6 +389,9 @@ class TreeIndex:
     def _fast_tree(self) -> tuple[list[TreeNode], list[TreeNode]] | None:
         """Unique ids: a node per position, parents by position. ``None`` when a cycle needs the full walk."""
         store = self.store
+        ordered = store.ordered_parents()
+        if ordered is not None:
+            return self._ordered_tree(*ordered)
         ppos = self._parent_positions()
         nodes = [TreeNode(store, i) for i in range(len(ppos))]
         roots: list[TreeNode] = []
@@ -407,6 +413,36 @@ class TreeIndex:
                 stack.extend(children)
         if visited != len(nodes):
             return None
+        return roots, nodes
+
+    def _ordered_tree(self, starts: list[int], parents: list[int]) -> tuple[list[TreeNode], list[TreeNode]]:
+        """Every parent before its child (``ordered_parents``): no cycle, so no walk. Each position that does
+        not start a run is the first child of the one before it (linked in C loops); each start is then added
+        to its parent's children, so children are in position order, and sorted where a node has more than
+        one (only a run's start has a parent with another child)."""
+        store = self.store
+        n = len(store)
+        with bulk_allocation():  # filed as old objects: the next young collection does not walk them
+            nodes = list(map(TreeNode, repeat(store, n), range(n)))
+        follows = bytearray(b"\x01") * n  # whether position i's parent is i - 1
+        for start in starts:
+            follows[start] = 0
+        after = follows[1:]
+        deque(
+            map(list.append, map(_CHILDREN, compress(nodes, after)), compress(islice(nodes, 1, None), after)),
+            0,
+        )
+        roots: list[TreeNode] = []
+        branched: set[int] = set()
+        for start, parent in zip(starts, parents, strict=True):
+            if parent < 0:
+                roots.append(nodes[start])
+            else:
+                nodes[parent].children.append(nodes[start])
+                branched.add(parent)
+        sort = self._sort_children
+        for parent in branched:
+            sort(nodes[parent])
         return roots, nodes
 
     def _pi_tree(self) -> tuple[list[TreeNode], dict[str, TreeNode]]:

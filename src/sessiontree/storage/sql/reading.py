@@ -86,7 +86,7 @@ class SessionReads(PathReads, SessionIndex):
         self._appended: list[str] = []  # ids appended in the open transaction
         self._renewed: float | None = None  # when the open transaction renewed the lease
         self._recheck = False
-        self._info = SessionInfoBuilder()
+        self._info = SessionInfoBuilder(keep_texts=False)
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------

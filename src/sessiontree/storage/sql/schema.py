@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sessiontree.errors import StorageError
 from sessiontree.storage.sql.database import Conn, Dialect
 from sessiontree.storage.sql.search_rows import fill_search
+from sessiontree.storage.sql.tree_chunks import fill_chunks
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_version", "migrate", "refuse_newer"]
 
@@ -154,6 +155,29 @@ MIGRATIONS += (
         (*_IDS_ALONE, *_BRANCHES, *_FTS_WITHOUT_TEXT),
         (),
         fill_sqlite=fill_search,
+    ),
+)
+
+_TREE_CHUNKS = (
+    # the key columns of 8,192 consecutive entry rows in one compressed row (``tree_chunks.py``): the tree of a
+    # long session is read from a few of them and the rows after the last
+    """CREATE TABLE st_tree_chunks (
+        session_id TEXT NOT NULL REFERENCES st_sessions (id) ON DELETE CASCADE,
+        chunk INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        row_count INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        checksum INTEGER NOT NULL,
+        PRIMARY KEY (session_id, chunk)
+    )""",
+)
+MIGRATIONS += (
+    Migration(
+        5,
+        "SQLite: tree chunks, the key columns of 8,192 consecutive entries in one compressed row",
+        _TREE_CHUNKS,
+        (),
+        fill_sqlite=fill_chunks,
     ),
 )
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.errors import SessionError, SessionLockedError, StorageError
 from sessiontree.format import pi_json as _json
 from sessiontree.storage._encode import encode_entry
@@ -28,6 +29,7 @@ from sessiontree.storage.sql.reading import Pointers, SessionReads
 from sessiontree.storage.sql.rows import Damage, decode_line
 from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
 from sessiontree.storage.sql.text import display, key, unkey
+from sessiontree.storage.sql.tree_chunks import ChunkWriter
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem, check_envelope
 from sessiontree.tree.session_index import EntryIdInUse
@@ -71,6 +73,7 @@ class SqlSession(SessionReads):
         self._unchecked: set[str] = set()
         self._guarded: str | None = None
         self._nesting = 0  # of this session's own transaction (0: none open, or another's)
+        self._chunks = ChunkWriter(self.conn, session_id) if self.conn.dialect == "sqlite" else None
         self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -134,6 +137,7 @@ class SqlSession(SessionReads):
             self._forget_stored()
         self._present.clear()  # ids known to exist may have been lost
         self._written.clear()
+        self._chunked([])
         self._snapshot = self._state()
         self._generation += 1
 
@@ -144,7 +148,7 @@ class SqlSession(SessionReads):
         self._walks.clear()
         self._absent.clear()
         self._loaded, self._labels = None, None
-        self._info = SessionInfoBuilder()
+        self._info = SessionInfoBuilder(keep_texts=False)
 
     @property
     def problems(self) -> list[Problem]:
@@ -209,6 +213,7 @@ class SqlSession(SessionReads):
         for seq in [s for s in self._entries if s > count]:
             del self._entries[seq]
         self._walks.clear()  # a walk may pass rows that were rolled back (their seqs will be used again)
+        self._chunked([])
         if self._labels is not None:
             del self._labels[saved_labels or 0 :]
         self._count, self._last, self._exists, self._irregular = saved
@@ -367,13 +372,15 @@ class SqlSession(SessionReads):
             self.conn.before_statement = self._send_held
             return
         self.conn.execute(_INSERT_ENTRY, row)
+        self._chunked([row])
         if text is not None:
             self.conn.execute(insert_text_sql(self.conn.dialect), text)
 
     def append_lines(self, pairs: Iterable[tuple[Mapping[str, Any], bytes]]) -> None:
         """Insert many entries, each with its exact line, in one transaction and in batches of statements
         (what ``sessiontree copy`` and forks write): the same rows ``append_line`` writes one at a time."""
-        with self.transaction(), self.conn.bulk():
+        # (bulk_allocation: no collection passes over the entries decoded meanwhile, none of them in a cycle)
+        with self.transaction(), self.conn.bulk(), bulk_allocation():
             self.prepare_write()
             self._renew()
             known: dict[str, Pointers] = {}  # this call's entries: not all in the database until flushed
@@ -393,11 +400,22 @@ class SqlSession(SessionReads):
     def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
         if rows:
             self.conn.executemany(_INSERT_ENTRY, rows)
+            self._chunked(rows)
         if texts:
             self.conn.executemany(insert_text_sql(self.conn.dialect), texts)
         rows.clear()
         texts.clear()
         self._renew()
+
+    def _chunked(self, rows: list[tuple[Any, ...]]) -> None:
+        """SQLite: the tree chunks the inserted ``rows`` fill (none for an irregular session; no rows: forget
+        those kept, after a rollback or a read of the session again)."""
+        chunks = self._chunks
+        if chunks is not None:
+            if self._irregular or not rows:
+                chunks.reset()
+            else:
+                chunks.add_rows(rows)
 
     def _row(
         self, entry: Mapping[str, Any], line: bytes, known: dict[str, Pointers] | None
@@ -454,8 +472,7 @@ class SqlSession(SessionReads):
             key(target) if isinstance(target, str) else None,
         )
         info = self._info
-        info.add(entry)
-        info.texts.clear()  # only the columns are kept; the text goes to the search table
+        info.add(entry)  # (keeps no texts: the text goes to the search table)
         text = entry_search_text(entry)
         self._count = seq
         self._last = (entry_id, kind, target if isinstance(target, str) else None)

@@ -12,12 +12,16 @@ reported to ``on_damage``, so that every later read goes through the lines, and 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, repeat
+from operator import lt, ne, sub
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.errors import SessionError
 from sessiontree.storage.sql.conn import Conn
 from sessiontree.storage.sql.read_through import ReadThroughStore
 from sessiontree.storage.sql.rows import Damage, Row, as_bytes, entry_of
+from sessiontree.storage.sql.tree_chunks import Chunked, read_chunks
 
 __all__ = ["ColumnTree", "Plain"]
 
@@ -47,27 +51,32 @@ def _columns(conn: Conn, session_id: str) -> _Columns:
 _CONCAT = (
     "SELECT group_concat(seq, ','), group_concat(id, char(0)), group_concat(ifnull(parent_id, char(1)), char(0)), "
     "group_concat(type, char(0)), group_concat(ifnull(timestamp, char(1)), char(0)), "
+    "group_concat(ifnull(parent_seq, 0), ','), "
     "total(typeof(id) = 'text' AND typeof(type) = 'text' AND typeof(seq) = 'integer'), "
-    "total(typeof(parent_id) IN ('text', 'null') AND typeof(timestamp) IN ('text', 'null')), count(*) "
-    "FROM st_entries INDEXED BY sqlite_autoindex_st_entries_1 WHERE session_id = ?"
+    "total(typeof(parent_id) IN ('text', 'null') AND typeof(timestamp) IN ('text', 'null') "
+    "AND typeof(parent_seq) IN ('integer', 'null')), count(*) "
+    "FROM st_entries INDEXED BY sqlite_autoindex_st_entries_1 WHERE session_id = ? AND seq > ?"
 )
 
 
-def _sqlite_columns(conn: Conn, session_id: str) -> _Columns | None:
-    """The key columns in one row of five strings, split here: a tuple of five objects per row costs more
-    than SQLite's reading of the rows (``None``: read them row by row; they are not all plain text).
+def _sqlite_columns(conn: Conn, session_id: str, after: int = 0) -> tuple[_Columns, list[int]] | None:
+    """The key columns of the rows after row ``after`` in one row of strings, split here, and their
+    ``parent_seq`` (0 for NULL): a tuple of objects per row costs more than SQLite's reading of the rows
+    (``None``: read them row by row; they are not all plain text, or there are none).
 
     Key columns hold no NUL (``text.key`` escapes it) but a client may have put one in; every column must
     then split into as many values as there are rows, in ``seq`` order (the primary key's), or this gives up.
     """
     try:
-        found = conn.query_one(_CONCAT, (session_id,))
+        found = conn.query_one(_CONCAT, (session_id, after))
     except SessionError:  # a database without that index name: read row by row
         return None
+    if found is not None and found[-1] == 0:
+        return ([], [], [], [], []), []
     if found is None or found[0] is None:
         return None
-    seq_text, id_text, parent_text, type_text, stamp_text, plain, optional, count = found
-    if plain != count or optional != count or not all(isinstance(v, str) for v in found[:5]):
+    seq_text, id_text, parent_text, type_text, stamp_text, pseq_text, plain, optional, count = found
+    if plain != count or optional != count or not all(isinstance(v, str) for v in found[:6]):
         return None
     ids, types = id_text.split("\0"), type_text.split("\0")
     parents = [None if p == _NULL else p for p in parent_text.split("\0")]
@@ -76,9 +85,45 @@ def _sqlite_columns(conn: Conn, session_id: str) -> _Columns | None:
         return None
     try:
         seqs = list(map(int, seq_text.split(",")))
+        parent_seqs = list(map(int, pseq_text.split(",")))
     except ValueError:
         return None
-    return seqs, ids, parents, types, stamps
+    return (seqs, ids, parents, types, stamps), parent_seqs
+
+
+_Ordered = tuple[Chunked, dict[int, str | None]]
+
+
+def _ordered_columns(conn: Conn, session_id: str, where: str) -> _Ordered | None:
+    """SQLite: the session's chunks and the key columns of the rows after them, where runs start and their
+    parents, checked (``Damage``; ``None``: the rows after the chunks are not all plain text), and the
+    timestamps of those rows. Their parents are their ``parent_seq``, which must name their parent ids and
+    come before them; their ids must not be the chunks' (asked of the id index)."""
+    chunked = read_chunks(conn, session_id, where)
+    (ids, types, starts, parents), covered = chunked if chunked is not None else (([], [], [], []), 0)
+    tail = _sqlite_columns(conn, session_id, covered)
+    if tail is None:
+        return None
+    (seqs, t_ids, t_parents, t_types, t_stamps), parent_seqs = tail
+    if seqs != list(range(covered + 1, covered + len(seqs) + 1)):
+        raise Damage(
+            f"{where}: the entry rows after row {covered} are not the rows that follow", in_lines=True
+        )
+    if any(_ESCAPED in "".join(filter(None, c)) for c in (t_ids, t_parents, t_types, t_stamps)):
+        raise Plain(f"{where}: a key column is escaped")  # (or holds U+FFFD): the lines say what it is
+    t_ppos = list(map(sub, parent_seqs, repeat(1)))  # (parent_seq NULL is read as 0: no parent)
+    if t_ppos and (min(t_ppos) < -1 or not all(map(lt, t_ppos, range(covered, covered + len(t_ppos))))):
+        raise Damage(f"{where}: a row's parent_seq is not a row before it")
+    ids += t_ids
+    if list(map([*ids, None].__getitem__, t_ppos)) != t_parents:
+        raise Damage(f"{where}: a row's parent_seq does not name the row of its parent id")
+    before = range(covered - 1, covered + len(t_ppos) - 1)
+    t_starts = list(compress(range(covered, covered + len(t_ppos)), map(ne, t_ppos, before)))
+    starts += t_starts
+    parents += [t_ppos[i - covered] for i in t_starts]
+    types += t_types
+    stamps = dict(zip(range(covered, covered + len(t_stamps)), t_stamps, strict=True))
+    return (ids, types, starts, parents), stamps
 
 
 class ColumnTree(ReadThroughStore):
@@ -97,9 +142,25 @@ class ColumnTree(ReadThroughStore):
         self.read_only = True
         self.header = None
         self._on_damage = on_damage
-        columns = _sqlite_columns(conn, session_id) if conn.dialect == "sqlite" else None
-        if columns is None:
-            columns = _columns(conn, session_id)
+        self._start_parents: list[int] | None = None  # of the runs' starts, when read with them
+        self._stamps: dict[int, str | None] | None = None  # then: the timestamps fetched so far
+        ordered = None
+        if conn.dialect == "sqlite":
+            try:
+                ordered = _ordered_columns(conn, session_id, where)
+            except Damage:
+                raise
+            except SessionError:  # a database without the chunks' table or that index: read row by row
+                ordered = None
+        if ordered is not None:
+            (all_ids, all_types, starts, start_parents), known = ordered
+            if len(all_ids) < count:
+                raise Damage(f"{where}: the entry rows are not rows 1 to {count} or more", in_lines=True)
+            self._install_ordered(all_ids, all_types, starts, start_parents, known)
+            if len(self._id_set or ()) != len(all_ids):
+                raise Damage(f"{where}: the key columns name a repeated id")
+            return
+        columns = _columns(conn, session_id)
         seqs, ids, parents, types, stamps = columns
         # (rows another writer appended since the session was read are in the tree, as a read of the lines has them)
         if len(ids) < count or seqs != list(range(1, len(ids) + 1)):
@@ -117,13 +178,84 @@ class ColumnTree(ReadThroughStore):
         if self.problems or self.has_duplicates:
             raise Damage(f"{where}: the key columns name a repeated id or a parent that is not there")
 
+    def _install_ordered(
+        self,
+        ids: list[str],
+        types: list[str],
+        starts: list[int],
+        parents: list[int],
+        stamps: dict[int, str | None],
+    ) -> None:
+        """Take the ids and types with where runs start and their parents' positions (every parent before its
+        child, checked by the caller): every other position's parent is the one before it, so no id is looked
+        up. Timestamps are fetched when asked for, those the tree sorts by now."""
+        with bulk_allocation():
+            n = len(ids)
+            if n and (not starts or starts[0] != 0):  # the first row starts a run whatever it says
+                starts, parents = [0, *starts], [-1, *parents]
+            self._ids, self._types = ids, types
+            self._parents = [None, *ids[:-1]] if n else []
+            for start, parent in zip(starts, parents, strict=True):
+                self._parents[start] = ids[parent] if parent >= 0 else None
+            self._breaks, self._start_parents = starts, parents
+            self._stamps = stamps
+            self._cache = {}
+            self._index_map, self._id_set = None, set(ids)
+        # what the tree sorts by: the timestamps of the children of a node that has more than one
+        wanted = {s for s, p in zip(starts, parents, strict=True) if p >= 0}
+        wanted.update(p + 1 for p in parents if p >= 0 and p + 1 < n)
+        self._fetch_stamps(sorted(wanted))
+
+    def ordered_parents(self) -> tuple[list[int], list[int]] | None:
+        if self._start_parents is None:
+            return None
+        return list(self._breaks), list(self._start_parents)
+
+    def parent_positions(self, start: int = 0) -> list[int]:
+        if self._start_parents is None:
+            return super().parent_positions(start)
+        ppos = list(range(-1, len(self._ids) - 1))
+        for at, parent in zip(self._breaks, self._start_parents, strict=True):
+            ppos[at] = parent
+        return ppos[start:]
+
+    def timestamp_at(self, i: int) -> str | None:
+        stamps = self._stamps
+        if stamps is None:
+            return super().timestamp_at(i)
+        if i < 0:
+            i += len(self._ids)
+        if i not in stamps:
+            self._fetch_stamps([i])
+        return stamps.get(i)
+
+    def _fetch_stamps(self, positions: Sequence[int]) -> None:
+        stamps = self._stamps
+        if stamps is None:
+            return
+        for start in range(0, len(positions), _BATCH):
+            batch = [i + 1 for i in positions[start : start + _BATCH] if 0 <= i < len(self._ids)]
+            marks = ",".join("?" * len(batch))
+            for seq, stamp in self._conn.query(
+                f"SELECT seq, timestamp FROM st_entries WHERE session_id = ? AND seq IN ({marks})",
+                (self._session_id, *batch),
+            ):
+                self._stamp(seq, stamp)
+
+    def _stamp(self, seq: Any, stamp: Any) -> None:
+        if self._stamps is not None and isinstance(seq, int):
+            if stamp is not None and not isinstance(stamp, str):
+                self._on_damage(Damage(f"{self._where_text}: row {seq}: its timestamp column is not text"))
+                stamp = None
+            self._stamps[seq - 1] = stamp
+
     # -- reads ---------------------------------------------------------------------------------------------
     def _where(self) -> str:
         return self._where_text
 
     def _row(self, i: int) -> Row:
         return Row(
-            i + 1, None, 0, self._ids[i], self._types[i], self._parents[i], self._timestamps[i],
+            i + 1, None, 0, self._ids[i], self._types[i], self._parents[i], self.timestamp_at(i),
             None, None, None, None, None,
         )  # fmt: skip
 
@@ -133,10 +265,11 @@ class ColumnTree(ReadThroughStore):
         for start in range(0, len(wanted), _BATCH):
             batch = [i + 1 for i in wanted[start : start + _BATCH]]
             marks = ",".join("?" * len(batch))
-            for seq, line in self._conn.query(
-                f"SELECT seq, line FROM st_entries WHERE session_id = ? AND seq IN ({marks})",
+            for seq, line, stamp in self._conn.query(
+                f"SELECT seq, line, timestamp FROM st_entries WHERE session_id = ? AND seq IN ({marks})",
                 (self._session_id, *batch),
             ):
+                self._stamp(seq, stamp)
                 try:
                     got[int(seq) - 1] = as_bytes(line, f"{self._where_text}: row {seq}: its line")
                 except Damage as exc:

@@ -3,7 +3,8 @@ its session row disagrees with its lines, found by reading all of them (read-onl
 
 The lines are read as a file (``loaded.py``: bad lines, duplicate ids, dangling parents, key columns that
 disagree, missing rows); then every row's pointer columns are computed again from the lines, as they were at
-insert, and compared; then the session row's counts, name and first message, and its irregular flag.
+insert, and compared; then the session row's counts, name and first message, and its irregular flag; then
+SQLite's tree chunks against the rows they cover.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sessiontree.storage.sql.rows import (
 )
 from sessiontree.storage.sql.session_row import LOAD, SessionRow, parse_session_row
 from sessiontree.storage.sql.text import display
+from sessiontree.storage.sql.tree_chunks import check_chunks
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.entry_store import Problem
 from sessiontree.tree.session_index import LocalIndex
@@ -79,6 +81,7 @@ def check_session(conn: Conn, session_id: str, where: str) -> list[Problem]:
             *stored.problems,
             *whole.problems,
             *check_pointers(conn, session_id, where, stored),
+            *check_chunks(conn, session_id, where),
             *whole.cycle_problems(),
         ]
 
@@ -97,7 +100,7 @@ def check_pointers(conn: Conn, session_id: str, where: str, stored: SessionRow) 
     """Problems of the pointer columns and of the session row: each computed again from the lines."""
     problems: list[Problem] = []
     by_id: dict[str, _Expected] = {}
-    info = SessionInfoBuilder()
+    info = SessionInfoBuilder(keep_texts=False)
     irregular = False
     rows = 0
     last_seq = 0
@@ -112,7 +115,6 @@ def check_pointers(conn: Conn, session_id: str, where: str, stored: SessionRow) 
         entry = _entry(raw[WIDTH])  # None for a bad line (reported by the read of the lines)
         if entry is not None:
             info.add(entry)
-            info.texts.clear()
         # a bad line's columns stand in for it, so that its descendants are compared as they were written
         entry_id = entry["id"] if entry is not None else row.id
         parent_id = row.parent_id
