@@ -192,6 +192,9 @@ DAMAGED = {
     "moved": lambda p, s: p.execute("UPDATE st_tree_chunks SET chunk = chunk + 5 WHERE session_id = ?", (s,)),
     "bad_parent": _bad_parent,
     "rows_gone": lambda p, s: p.execute("DELETE FROM st_entries WHERE session_id = ? AND seq = 8", (s,)),
+    "middle_row_gone": lambda p, s: p.execute(
+        "DELETE FROM st_entries WHERE session_id = ? AND seq = 6", (s,)
+    ),
     "tail_parent_seq": lambda p, s: p.execute(
         "UPDATE st_entries SET parent_seq = 1 WHERE session_id = ? AND seq = 10", (s,)
     ),

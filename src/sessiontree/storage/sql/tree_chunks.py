@@ -154,6 +154,9 @@ def _decode(body: Any, first: int, where: str) -> Chunked:
     return ids, types, start_positions, parent_positions
 
 
+_PRESENT = "SELECT count(*) FROM st_entries WHERE session_id = ? AND seq BETWEEN 1 AND ?"
+
+
 def read_chunks(conn: Conn, session_id: str, where: str) -> tuple[Chunked, int] | None:
     """The columns of every chunk of the session and how many rows they cover, checked (``Damage``);
     ``None`` when it has none."""
@@ -188,6 +191,11 @@ def read_chunks(conn: Conn, session_id: str, where: str) -> tuple[Chunked, int] 
     )
     if [(seq, ids[seq - 1]) for seq in bounds] != [tuple(r) for r in rows]:
         raise Damage(f"{where}: the tree chunks do not match the entry rows they cover", in_lines=True)
+    # Every row they cover is there: a row deleted from the middle of a chunk is not a node of the tree (as a
+    # read of the lines does not have it); counted over the primary key, no row read.
+    present = conn.query_one(_PRESENT, (session_id, len(ids)))
+    if present is None or present[0] != len(ids):
+        raise Damage(f"{where}: rows 1 to {len(ids)} are not all there", in_lines=True)
     return (ids, types, starts, parents), len(ids)
 
 
