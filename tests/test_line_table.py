@@ -40,9 +40,9 @@ def test_line_spans_in_bulk_are_the_spans_one_by_one(tmp_path: Path) -> None:
     store.close()
 
 
-def test_line_spans_in_bulk_cover_every_kind_of_part_in_any_order(tmp_path: Path) -> None:
-    """Several whole chunks, lines found one by one between them and appended ones, asked for ascending,
-    descending, shuffled, repeated and across part boundaries: the same spans as one by one."""
+def _many_parts(tmp_path: Path) -> JsonlStore:
+    """A store whose line table has many parts: small whole chunks, a chunk indexed line by line (a bad
+    line), a line ending in CR, and an appended entry."""
     path = tmp_path / "s.jsonl"
     lines = [_header(), *(_line(f"e{n}", f"e{n - 1}" if n else None) for n in range(400))]
     lines[150] = b"{bad"  # the chunk holding it is indexed line by line
@@ -55,6 +55,13 @@ def test_line_spans_in_bulk_cover_every_kind_of_part_in_any_order(tmp_path: Path
     finally:
         _scan.CHUNK_BYTES = original
     store.append({"type": "message", "id": "x", "parentId": "e399", "timestamp": "t", "message": {}})
+    return store
+
+
+def test_line_spans_in_bulk_cover_every_kind_of_part_in_any_order(tmp_path: Path) -> None:
+    """Several whole chunks, lines found one by one between them and appended ones, asked for ascending,
+    descending, shuffled, repeated and across part boundaries: the same spans as one by one."""
+    store = _many_parts(tmp_path)
     table = store._table
     n = len(table)
     assert len(table._parts) > 10
@@ -74,18 +81,7 @@ def test_line_spans_in_bulk_cover_every_kind_of_part_in_any_order(tmp_path: Path
 def test_span_lists_are_the_spans_of_ascending_positions(tmp_path: Path) -> None:
     """``span_lists`` (starts and ends gathered per part) gives the spans one by one, for ascending positions
     that start, end and skip anywhere: a part's first entry, single entries, whole parts, explicit parts."""
-    path = tmp_path / "s.jsonl"
-    lines = [_header(), *(_line(f"e{n}", f"e{n - 1}" if n else None) for n in range(400))]
-    lines[150] = b"{bad"  # the chunk holding it is indexed line by line
-    lines[300] = lines[300] + b"\r"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    original = _scan.CHUNK_BYTES
-    _scan.CHUNK_BYTES = 2_000  # many small chunks
-    try:
-        store = JsonlStore.open(path)
-    finally:
-        _scan.CHUNK_BYTES = original
-    store.append({"type": "message", "id": "x", "parentId": "e399", "timestamp": "t", "message": {}})
+    store = _many_parts(tmp_path)
     table = store._table
     n = len(table)
     firsts = table._firsts
