@@ -151,3 +151,45 @@ def test_a_bulk_decode_reads_nearby_lines_together_in_bounded_reads(
         assert all(t[0] - s[1] <= 3_000 for s, t in pairwise(inside))
     assert sum(len([s for s in spans if a <= s[0] and s[1] <= b]) for a, b in reads) == len(spans)
     store.close()
+
+
+def test_raw_views_at_give_each_line_in_any_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``raw_views_at`` (what ``tree --active`` and previews read) gives the exact line of each position,
+    for ascending positions (read in bounded groups, the path of a tree) and for any other order (sorted
+    first), across every kind of line-table part, with gaps wider than a read and a line longer than one."""
+    from sessiontree.storage import jsonl_reads
+
+    store = _many_parts(tmp_path)
+    monkeypatch.setattr(jsonl_reads, "_READ_BYTES", 700)
+    monkeypatch.setattr(jsonl_reads, "_READ_GAP", 300)
+    n = len(store)
+    one_by_one = [store.raw_at(i) for i in range(n)]
+    rng = random.Random(3)
+    reads: list[tuple[int, int]] = []
+    real = store._read_range
+    monkeypatch.setattr(store, "_read_range", lambda a, b: reads.append((a, b)) or real(a, b))
+    cases = [
+        list(range(n)),
+        [0],
+        [n - 1],
+        list(range(0, n, 40)),  # gaps wider than _READ_GAP: read apart
+        [0, 0, 7, n - 1],  # repeated: not strictly ascending
+        list(reversed(range(n))),
+        *(rng.sample(range(n), k) for k in (2, 50, n // 2)),
+        *(sorted(rng.sample(range(n), k)) for k in (3, 90)),
+    ]
+    for positions in cases:
+        reads.clear()
+        views = store.raw_views_at(positions)
+        assert [bytes(v) for v in views] == [one_by_one[i] for i in positions]
+        assert all(v.readonly for v in views)
+        if positions == sorted(set(positions)):  # a path: nearby lines together, at most 700 bytes a read
+            assert all(b - a <= 700 for a, b in reads)
+        if positions == list(range(n)):
+            assert len(reads) < n // 3  # several lines a read
+        if positions == list(range(0, n, 40)):
+            assert len(reads) == len(positions)  # one read each
+    assert store.raw_views_at([]) == []
+    with pytest.raises(IndexError):
+        store.raw_views_at([0, n])
+    store.close()

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from itertools import compress, pairwise, repeat
-from operator import gt, sub
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress, islice, pairwise, repeat
+from operator import gt, lt, sub
 from pathlib import Path
 from typing import Any
 
@@ -120,9 +120,16 @@ class JsonlReads(IndexedStore):
             self._decode_into(cache, missing)
 
     def _decode_into(self, into: dict[int, Any], positions: list[int]) -> None:
-        """Decode the lines at ``positions`` (ascending) into ``into``, by position: each group of nearby
-        lines is read (``_READ_GAP``, at most ``_READ_BYTES`` at a time) and decoded before the next, so the
-        memory one read took is used again by the next instead of every line's bytes being held at once."""
+        """Decode the lines at ``positions`` (ascending) into ``into``, by position, a group of nearby lines
+        at a time (``_view_groups``): the memory one read took is used again by the next instead of every
+        line's bytes being held at once."""
+        for part, views in self._view_groups(positions):
+            into.update(zip(part, self._decode_raws(part, views), strict=True))
+            del views
+
+    def _view_groups(self, positions: Sequence[int]) -> Iterator[tuple[Sequence[int], list[memoryview]]]:
+        """The lines at ``positions`` (ascending), as runs of positions and their lines: each run is nearby
+        lines read at once (``_READ_GAP`` apart at most, ``_READ_BYTES`` long at most)."""
         if not positions:
             return
         starts, ends = self._table.span_lists(positions)
@@ -142,8 +149,7 @@ class JsonlReads(IndexedStore):
                         ),
                     )
                 )
-                part = positions[a:stop]
-                into.update(zip(part, self._decode_raws(part, views), strict=True))
+                yield positions[a:stop], views
                 del views, blob
                 a = stop
 
@@ -152,6 +158,11 @@ class JsonlReads(IndexedStore):
         distant lines do not read everything between them."""
         if not positions:
             return []
+        if all(map(lt, positions, islice(positions, 1, None))):  # a path in file order: grouped in C
+            out_views: list[memoryview] = []
+            for _, views in self._view_groups(positions):
+                out_views += views
+            return out_views
         spans = self._table.spans_at(positions)
         order = sorted(range(len(spans)), key=spans.__getitem__)
         out: list[memoryview] = [memoryview(b"")] * len(spans)
