@@ -272,9 +272,9 @@ class SessionInfoBuilder:
         elif role == "user" and self.first_message is None:
             self.first_message = _text_of(message.get("content"), " ") or None
         activity = _message_ms(message.get("timestamp"))
-        if activity is None or _dt(activity) is None:
+        if activity is None or not _FIRST_MS <= activity <= _LAST_MS:  # what ``_dt`` can hold (NaN cannot)
             activity = parse_iso_ms(entry.get("timestamp"))
-        if activity is not None and _dt(activity) is not None:
+        if activity is not None and _FIRST_MS <= activity <= _LAST_MS:
             self.last_activity = activity if self.last_activity is None else max(self.last_activity, activity)
 
     def info(self, path: Path | str, header: dict[str, Any], fallback: datetime) -> SessionInfo:

@@ -29,6 +29,6 @@ def unkey(value: str | None) -> str | None:
 
 def display(value: str | None) -> str | None:
     """``value`` for a column that is only shown or searched (lone surrogates become U+FFFD)."""
-    if value is None or not _SURROGATE.search(value):
+    if value is None or (value.isascii() and "\x00" not in value) or not _SURROGATE.search(value):
         return value
     return _SURROGATE.sub("\ufffd", value)
