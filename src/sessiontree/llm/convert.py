@@ -133,12 +133,21 @@ def convert_to_llm(
     source = list(messages)
     if transform_context is not None:
         source = transform_context(source)
-    out: list[Message] = []
+    out: list[Any] = []  # (Message items: a cast per item would cost as much as the rest of the loop)
+    append = out.append
     for message in source:
+        # the common case inline (a harness converts its whole context at every request): a plain dict of a
+        # role models take as it is, which ``convert_message`` would return unchanged
+        if type(message) is dict and message.get("role") in _AS_IS:
+            append(message)
+            continue
         converted = convert_message(message)
         if converted is not None:
-            out.append(converted)
-    return out
+            append(converted)
+    return cast(list[Message], out)
+
+
+_AS_IS = frozenset(("user", "assistant", "toolResult"))
 
 
 async def prepare_llm_messages(
