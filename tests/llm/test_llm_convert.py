@@ -90,6 +90,14 @@ def test_roles_map_as_pi_does() -> None:
     assert len(out) == 8
 
 
+def test_damaged_messages_are_left_out_whatever_their_role_holds() -> None:
+    # a damaged entry's message can have any JSON value as its role: an object or a list (unhashable),
+    # a number, null; none of them is a model message, and none stops the others from converting
+    user = {"role": "user", "content": "hi", "timestamp": 1}
+    damaged = [{"role": {"x": 1}}, {"role": ["user"]}, {"role": 3}, {"role": None}, {}, "text", None, 7]
+    assert convert_to_llm([*damaged, user, *damaged]) == [user]
+
+
 def test_bash_text_variants() -> None:
     assert bash_execution_to_text(_bash(output="")) == "Ran `ls`\n(no output)"
     assert (

@@ -147,7 +147,7 @@ def convert_to_llm(
     return cast(list[Message], out)
 
 
-_AS_IS = frozenset(("user", "assistant", "toolResult"))
+_AS_IS = ("user", "assistant", "toolResult")  # a tuple: a damaged entry's role can be a dict (unhashable)
 
 
 async def prepare_llm_messages(
