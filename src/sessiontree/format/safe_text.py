@@ -62,7 +62,8 @@ def _char_width(char: str) -> int:
 
 # Characters that may not take exactly one cell: combining marks, zero-width and format characters, and the
 # wide East Asian and emoji blocks. Text without any of them is as wide as it is long (the common case).
-_NOT_ONE_CELL = re.compile(
+# Compiled on first use (3-4 ms: a command that only prints ASCII never pays it).
+_NOT_ONE_CELL_CLASS = (
     "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
     "\u0900-\u0903\u093a-\u094f\u0e31-\u0e3a\u1100-\u115f\u1ab0-\u1aff\u1dc0-\u1dff\u200b-\u200f"
     "\u2060-\u2064\u20d0-\u20ff\u231a\u231b\u23e9-\u23ec\u2614\u2615\u2648-\u2653\u26a1\u26bd\u26be"
@@ -72,9 +73,14 @@ _NOT_ONE_CELL = re.compile(
 )
 
 
+@lru_cache(maxsize=1)
+def _not_one_cell() -> re.Pattern[str]:
+    return re.compile(_NOT_ONE_CELL_CLASS)
+
+
 def cell_width(text: str) -> int:
     """The number of terminal cells ``text`` takes (wide East Asian characters count 2, combining marks 0)."""
-    if text.isascii() or not _NOT_ONE_CELL.search(text):
+    if text.isascii() or not _not_one_cell().search(text):
         return len(text)
     return sum(map(_char_width, text))
 
@@ -86,7 +92,7 @@ def cut_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     if 2 * len(text) <= width:
         return text  # fits even if every character were wide
     room = max(0, width - cell_width(ellipsis))
-    first = None if text.isascii() else _NOT_ONE_CELL.search(text)
+    first = None if text.isascii() else _not_one_cell().search(text)
     if first is None:  # one cell per character
         return text if len(text) <= width else text[:room] + ellipsis
     start = first.start()  # the characters before it take a cell each
@@ -133,7 +139,7 @@ def one_line(text: str, width: int) -> str:
                 return flat[: width - 1] + "…" if width > 1 else "…"
         else:
             flat = safe_text(flat)
-            if not _NOT_ONE_CELL.search(flat):  # still one cell per character
+            if not _not_one_cell().search(flat):  # still one cell per character
                 if len(flat) > width:
                     return flat[: width - 1] + "…" if width > 1 else "…"
             else:
