@@ -99,12 +99,16 @@ def _user(content: Any, timestamp: Any) -> Message:
     return cast(Message, {"role": "user", "content": content, "timestamp": timestamp})
 
 
+_AS_IS = ("user", "assistant", "toolResult")
+"""The roles a model takes as they are (a tuple: a damaged entry's role can be an unhashable object)."""
+
+
 def convert_message(message: AgentMessage) -> Message | None:
     """Convert one runtime message; ``None`` when it is not part of the model context."""
     if not isinstance(message, dict):  # a damaged entry's message: nothing a model could be sent
         return None
     role = message.get("role")
-    if role in ("user", "assistant", "toolResult"):
+    if role in _AS_IS:
         return cast(Message, message)
     if role == "bashExecution":
         if message.get("excludeFromContext"):
@@ -145,9 +149,6 @@ def convert_to_llm(
         if converted is not None:
             append(converted)
     return cast(list[Message], out)
-
-
-_AS_IS = ("user", "assistant", "toolResult")  # a tuple: a damaged entry's role can be a dict (unhashable)
 
 
 async def prepare_llm_messages(

@@ -184,9 +184,14 @@ def _iso(dt: datetime) -> str:
 
 def _dt(ms: float | None) -> datetime | None:
     """Epoch milliseconds as an aware datetime; ``None`` outside what a datetime can hold (or not finite)."""
-    if ms is None or not _FIRST_MS <= ms <= _LAST_MS:  # NaN fails both comparisons
+    if ms is None or not _holdable(ms):
         return None
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _holdable(ms: float) -> bool:
+    """Whether ``_dt`` gives a datetime for ``ms`` (checked without making one; NaN fails both comparisons)."""
+    return _FIRST_MS <= ms <= _LAST_MS
 
 
 _FIRST_MS = (datetime(1, 1, 2, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1000
@@ -272,9 +277,9 @@ class SessionInfoBuilder:
         elif role == "user" and self.first_message is None:
             self.first_message = _text_of(message.get("content"), " ") or None
         activity = _message_ms(message.get("timestamp"))
-        if activity is None or not _FIRST_MS <= activity <= _LAST_MS:  # what ``_dt`` can hold (NaN cannot)
+        if activity is None or not _holdable(activity):
             activity = parse_iso_ms(entry.get("timestamp"))
-        if activity is not None and _FIRST_MS <= activity <= _LAST_MS:
+        if activity is not None and _holdable(activity):
             self.last_activity = activity if self.last_activity is None else max(self.last_activity, activity)
 
     def info(self, path: Path | str, header: dict[str, Any], fallback: datetime) -> SessionInfo:

@@ -13,9 +13,14 @@ _SURROGATE = re.compile("[\ud800-\udfff\x00]")
 _MARK = "\ufffd\u2060surrogates:"  # a prefix no pi id starts with
 
 
+def _plain(value: str) -> bool:
+    """Whether ``value`` holds neither a lone surrogate nor a NUL (ASCII without a NUL: no scan needed)."""
+    return (value.isascii() and "\x00" not in value) or not _SURROGATE.search(value)
+
+
 def key(value: str | None) -> str | None:
     """``value`` as stored in an id column: itself, unless it holds a lone surrogate (then escaped)."""
-    if value is None or (value.isascii() and "\x00" not in value) or not _SURROGATE.search(value):
+    if value is None or _plain(value):
         return value
     return _MARK + value.encode("utf-8", "surrogatepass").hex()
 
@@ -29,6 +34,6 @@ def unkey(value: str | None) -> str | None:
 
 def display(value: str | None) -> str | None:
     """``value`` for a column that is only shown or searched (lone surrogates become U+FFFD)."""
-    if value is None or (value.isascii() and "\x00" not in value) or not _SURROGATE.search(value):
+    if value is None or _plain(value):
         return value
     return _SURROGATE.sub("\ufffd", value)
