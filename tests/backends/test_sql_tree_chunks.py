@@ -6,6 +6,7 @@ that disagrees with its rows; a schema 4 database is upgraded in place and its s
 from __future__ import annotations
 
 import random
+import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,14 @@ from typing import Any
 import pytest
 
 from sessiontree import SessionManager, open_repo
+from sessiontree.errors import SessionLockedError
 from sessiontree.format.pi_json import dumps_bytes
 from sessiontree.storage.sql import repository, schema, session, tree_chunks
 from sessiontree.storage.sql.tree_rows import ColumnTree
+from tests.backends.conftest import with_options
 from tests.backends.damage import Plain, as_file, shape
+from tests.backends.sql_workers import stored
+from tests.backends.test_pg_autocommit import _LONG_LEASE, _count, _take_over
 from tests.backends.test_sql_damage import build
 from tests.builders import assistant, user
 from tests.conftest import require_conformance
@@ -32,8 +37,12 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tree_chunks, "CHUNK_ROWS", CHUNK)
 
 
-def _url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path}/store.db"
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each SQL back end (both keep tree chunks: SQLite since schema 5, PostgreSQL since 6)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/store.db"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 def _tree(manager: SessionManager) -> list[Any]:
@@ -95,8 +104,7 @@ HEADER = b'{"type":"session","version":3,"id":"%s","timestamp":"2025-01-01T00:00
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 8, 9, 23, 64])
-def test_the_chunked_tree_is_the_files_on_many_shapes(tmp_path: Path, n: int) -> None:
-    url = _url(tmp_path)
+def test_the_chunked_tree_is_the_files_on_many_shapes(url: str, tmp_path: Path, n: int) -> None:
     rng = random.Random(n)
     with open_repo(url) as repo:
         sids = []
@@ -115,8 +123,7 @@ def test_the_chunked_tree_is_the_files_on_many_shapes(tmp_path: Path, n: int) ->
         plain.close()
 
 
-def test_chunks_written_one_append_at_a_time_and_by_a_writer_that_reopened(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_chunks_written_one_append_at_a_time_and_by_a_writer_that_reopened(url: str, tmp_path: Path) -> None:
     with open_repo(url) as repo:
         sid = build(repo)  # 11 entries, one transaction each, a branch and a label
         manager = repo.open(sid)
@@ -134,10 +141,9 @@ def test_chunks_written_one_append_at_a_time_and_by_a_writer_that_reopened(tmp_p
         plain.close()
 
 
-def test_the_tree_reads_chunks_and_no_key_column_of_their_rows(tmp_path: Path) -> None:
+def test_the_tree_reads_chunks_and_no_key_column_of_their_rows(url: str, tmp_path: Path) -> None:
     """A chunk is what the tree is read from: a parent id changed in a chunked row's column alone does not
     move a node (that row's line still says where it is; ``check`` reports the column)."""
-    url = _url(tmp_path)
     with open_repo(url) as repo:
         sid = build(repo)
     plain = Plain(url)
@@ -202,8 +208,9 @@ DAMAGED = {
 
 
 @pytest.mark.parametrize("kind", sorted(DAMAGED))
-def test_a_damaged_chunk_is_reported_and_the_tree_read_from_the_lines(tmp_path: Path, kind: str) -> None:
-    url = _url(tmp_path)
+def test_a_damaged_chunk_is_reported_and_the_tree_read_from_the_lines(
+    url: str, tmp_path: Path, kind: str
+) -> None:
     with open_repo(url) as repo:
         sid = build(repo)
     plain = Plain(url)
@@ -218,8 +225,7 @@ def test_a_damaged_chunk_is_reported_and_the_tree_read_from_the_lines(tmp_path: 
         plain.close()
 
 
-def test_check_finds_a_chunk_that_disagrees_with_its_rows(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_check_finds_a_chunk_that_disagrees_with_its_rows(url: str, tmp_path: Path) -> None:
     with open_repo(url) as repo:
         sid = build(repo)
     plain = Plain(url)
@@ -236,13 +242,14 @@ def test_check_finds_a_chunk_that_disagrees_with_its_rows(tmp_path: Path) -> Non
         plain.close()
 
 
-def test_a_schema_4_database_is_upgraded_in_place_with_chunks(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_a_database_from_before_the_chunks_is_upgraded_in_place_with_them(url: str, tmp_path: Path) -> None:
+    """SQLite at schema 4, PostgreSQL at schema 5: the first use writes the chunks of the sessions there."""
+    before_chunks = 4 if url.startswith("sqlite:") else 5
     rng = random.Random(4)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:4])
-        patch.setattr(schema, "SCHEMA_VERSION", 4)
-        patch.setattr(repository, "SCHEMA_VERSION", 4)
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:before_chunks])
+        patch.setattr(schema, "SCHEMA_VERSION", before_chunks)
+        patch.setattr(repository, "SCHEMA_VERSION", before_chunks)
         patch.setattr(session.SqlSession, "_chunked", lambda self, rows: None)
         with open_repo(url) as repo:
             sids = [build(repo)]
@@ -250,14 +257,14 @@ def test_a_schema_4_database_is_upgraded_in_place_with_chunks(tmp_path: Path) ->
                 sid = f"0197e89e-a300-7226-a91b-cd61d8f1aa{k:02x}"
                 repo.import_session(HEADER % sid.encode(), _random_lines(rng, 10 + 7 * k))
                 sids.append(sid)
-            assert repo.schema_version() == 4
+            assert repo.schema_version() == before_chunks
             managers = [repo.open(sid, read_only=True) for sid in sids]
             before = [shape(m) for m in managers]
             for m in managers:
                 m.close()
     with open_repo(url) as repo:
         managers = [repo.open(sid, read_only=True) for sid in sids]  # the first use upgrades it
-        assert repo.schema_version() == schema.SCHEMA_VERSION == 5
+        assert repo.schema_version() == schema.SCHEMA_VERSION == 6
         assert [shape(m) for m in managers] == before
         for m in managers:
             m.close()
@@ -272,8 +279,7 @@ def test_a_schema_4_database_is_upgraded_in_place_with_chunks(tmp_path: Path) ->
         plain.close()
 
 
-def test_an_irregular_session_gets_no_chunks(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_an_irregular_session_gets_no_chunks(url: str, tmp_path: Path) -> None:
     lines = _random_lines(random.Random(9), 12)
     lines[7] = lines[3]  # a repeated id
     sid = "0197e89e-a300-7226-a91b-cd61d8f1ffff"
@@ -287,8 +293,7 @@ def test_an_irregular_session_gets_no_chunks(tmp_path: Path) -> None:
         plain.close()
 
 
-def test_a_deleted_session_takes_its_chunks(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_a_deleted_session_takes_its_chunks(url: str, tmp_path: Path) -> None:
     with open_repo(url) as repo:
         sid = build(repo)
         repo.delete(sid)
@@ -299,8 +304,7 @@ def test_a_deleted_session_takes_its_chunks(tmp_path: Path) -> None:
         plain.close()
 
 
-def test_an_unchunkable_chunk_stops_the_chunks_after_it(tmp_path: Path) -> None:
-    url = _url(tmp_path)
+def test_an_unchunkable_chunk_stops_the_chunks_after_it(url: str, tmp_path: Path) -> None:
     lines = _random_lines(random.Random(5), 13)
     lines[5] = lines[5].replace(b'"type":"message"', b'"type":"message\\u0000"', 1)  # NUL: not in a chunk
     sid = "0197e89e-a300-7226-a91b-cd61d8f1eeee"
@@ -321,3 +325,53 @@ def test_the_sql_fuzzer_with_chunks_of_four_rows() -> None:
     FUZZ_RUNS.append(report.summary())
     if report.failures:
         pytest.fail(report.summary() + "\n" + "\n".join(report.failures[:10]), pytrace=False)
+
+
+def test_postgres_the_append_that_fills_a_chunk_is_one_transaction_with_it(postgres_url: str) -> None:
+    """Every other append stays its one statement in autocommit; the one whose row fills a chunk sends its
+    row, the chunk and the session row in one transaction (the chunk is never without its rows)."""
+    with open_repo(with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)) as repo:
+        manager = repo.create("/work/project")
+        sid = manager.get_session_id()
+        manager.append_message(user("m1"))
+        counted = _count(manager)
+        sent = []
+        for k in range(2, 2 * CHUNK + 2):
+            counted.sent.clear()
+            manager.append_message(user(f"m{k}"))
+            sent.append(list(counted.sent))
+        manager.close()
+    for seq, words in enumerate(sent, start=2):
+        if seq % CHUNK:
+            assert words == ["WITH"], (seq, words)
+        else:
+            # (the new id is checked by a read first; the lease renewal in the transaction fences the rest)
+            assert words[-1] == "COMMIT" and "INSERT" in words[words.index("BEGIN") :], (seq, words)
+    plain = Plain(postgres_url)
+    try:
+        assert [c[0] for c in _chunks(plain, sid)] == [0, 1]
+        assert _read(postgres_url, sid) == (_file_tree(plain, sid, Path(tempfile.mkdtemp())), [])
+        with open_repo(postgres_url) as repo:
+            assert repo.check(sid) == []
+    finally:
+        plain.close()
+
+
+def test_postgres_a_writer_that_lost_its_lease_writes_neither_the_row_nor_the_chunk(
+    postgres_url: str,
+) -> None:
+    with open_repo(with_options(postgres_url, lease_ttl_ms=_LONG_LEASE)) as repo:
+        manager = repo.create("/work/project")
+        sid = manager.get_session_id()
+        ids = [manager.append_message(user(f"m{k}")) for k in range(1, CHUNK)]
+        _take_over(postgres_url, sid)
+        with pytest.raises(SessionLockedError, match="taken over by other-host:1:x"):
+            manager.append_message(user("fills the chunk, too late"))
+        assert manager.get_leaf_id() == ids[-1]
+        manager.close()
+    plain = Plain(postgres_url)
+    try:
+        assert _chunks(plain, sid) == [] and plain.seqs(sid) == list(range(1, CHUNK))
+    finally:
+        plain.close()
+    assert stored(postgres_url, sid).ids == ids

@@ -194,8 +194,7 @@ class SqlRepo(Repo[M]):
         with self._conn.transaction():
             delete_session_text(self._conn, session_id)
             self._conn.execute("DELETE FROM st_entries WHERE session_id = ?", (session_id,))
-            if self._conn.dialect == "sqlite":
-                self._conn.execute("DELETE FROM st_tree_chunks WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM st_tree_chunks WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_writer_leases WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM st_sessions WHERE id = ?", (session_id,))
 

@@ -21,6 +21,7 @@ from sessiontree.format import pi_json as _json
 from sessiontree.storage._encode import encode_entry
 from sessiontree.storage.search import entry_search_text
 from sessiontree.storage.session_dirs import SessionInfoBuilder
+from sessiontree.storage.sql import tree_chunks
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
 from sessiontree.storage.sql.one_statement import MAX_ROWS, statement
@@ -73,7 +74,7 @@ class SqlSession(SessionReads):
         self._unchecked: set[str] = set()
         self._guarded: str | None = None
         self._nesting = 0  # of this session's own transaction (0: none open, or another's)
-        self._chunks = ChunkWriter(self.conn, session_id) if self.conn.dialect == "sqlite" else None
+        self._chunks = ChunkWriter(self.conn, session_id)
         self._snapshot = self._state()
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -318,6 +319,7 @@ class SqlSession(SessionReads):
                 self._renewed = now
             if fresh is not None and (found is None or found[1]):
                 raise self._taken(fresh)
+            self._chunked(rows)  # (none of them fills a chunk: that row is sent on its own, ``_insert``)
             return
         self._send_held()
         self.conn.execute(_UPDATE_SESSION, update)
@@ -370,6 +372,8 @@ class SqlSession(SessionReads):
             if text is not None:
                 self._held_texts.append(text)
             self.conn.before_statement = self._send_held
+            if row[1] % tree_chunks.CHUNK_ROWS == 0 and not self._irregular:
+                self._send_held()  # the row that fills a tree chunk: sent now, the chunk after it (``_flush``)
             return
         self.conn.execute(_INSERT_ENTRY, row)
         self._chunked([row])
@@ -396,6 +400,9 @@ class SqlSession(SessionReads):
                 if len(rows) >= _BULK:
                     self._flush(rows, texts)
             self._flush(rows, texts)
+        analyze_after_load(
+            self.conn, self._count - before
+        )  # (committed, unless inside a caller's transaction)
 
     def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
         if rows:
@@ -408,14 +415,12 @@ class SqlSession(SessionReads):
         self._renew()
 
     def _chunked(self, rows: list[tuple[Any, ...]]) -> None:
-        """SQLite: the tree chunks the inserted ``rows`` fill (none for an irregular session; no rows: forget
-        those kept, after a rollback or a read of the session again)."""
-        chunks = self._chunks
-        if chunks is not None:
-            if self._irregular or not rows:
-                chunks.reset()
-            else:
-                chunks.add_rows(rows)
+        """The tree chunks the inserted ``rows`` fill (none for an irregular session; no rows: forget those
+        kept, after a rollback or a read of the session again)."""
+        if self._irregular or not rows:
+            self._chunks.reset()
+        else:
+            self._chunks.add_rows(rows)
 
     def _row(
         self, entry: Mapping[str, Any], line: bytes, known: dict[str, Pointers] | None

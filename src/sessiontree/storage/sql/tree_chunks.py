@@ -1,13 +1,16 @@
-"""SQLite's tree chunks: the key columns of ``CHUNK_ROWS`` consecutive entry rows in one compressed row of
-``st_tree_chunks``, so that the tree of a long session is read from a few blobs instead of every entry row.
+"""Tree chunks: the key columns of ``CHUNK_ROWS`` consecutive entry rows in one compressed row of
+``st_tree_chunks`` (SQLite since schema 5, PostgreSQL since schema 6), so that the tree of a long session is
+read from a few blobs instead of every entry row.
 
 A chunk holds, for rows ``first_seq`` to ``first_seq + CHUNK_ROWS - 1``: their ids and types, and the rows
 whose parent is not the row just before them (where runs start, a few per thousand rows) with their
 parents' positions, which spares a reader the id lookups that turn parent ids into positions (the parent ids
 are the ids at those positions). Timestamps are not in it: a reader fetches those it needs from the rows.
-It is written in the transaction that inserts its last row (``ChunkWriter``); the rows after the last full
-chunk are read from ``st_entries``. Only a regular session's rows are chunked (every parent an earlier
-entry, no id repeated), and only values a chunk can keep as they are (no NUL, no escaped key): a chunk that cannot be written is not, and its session's tree is read from the key columns.
+It is written in the transaction that inserts its last row (``ChunkWriter``; a PostgreSQL append of that row
+is then a transaction of two statements, not one); the rows after the last full chunk are read from
+``st_entries``. Only a regular session's rows are chunked (every parent an earlier entry, no id repeated),
+and only values a chunk can keep as they are (no NUL, no escaped key): a chunk that cannot be written is
+not, and its session's tree is read from the key columns.
 
 A chunk is checked when read: its number, first row and row count, a CRC over those and its blob, its
 sections' lengths, every parent before its child, and the first and last rows it covers against their entry
@@ -44,8 +47,9 @@ _HEAD = struct.Struct("<3I")  # the byte lengths of the ids and the type names; 
 _ESCAPED = "\ufffd"  # how an escaped key begins: in no value of a chunk (nor NUL, the separator)
 _SWAP = sys.byteorder != "little"
 _INSERT = (
-    "INSERT OR REPLACE INTO st_tree_chunks (session_id, chunk, first_seq, row_count, body, checksum) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO st_tree_chunks (session_id, chunk, first_seq, row_count, body, checksum) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, chunk) DO UPDATE SET first_seq = excluded.first_seq, "
+    "row_count = excluded.row_count, body = excluded.body, checksum = excluded.checksum"
 )
 _KEYS = (
     "SELECT seq, id, parent_id, type, timestamp, parent_seq FROM st_entries "
@@ -271,8 +275,8 @@ class ChunkWriter:
 
 
 def fill_chunks(conn: Conn) -> None:
-    """The chunks of every regular session (SQLite; the migration to schema 5): a session stops at its first
-    chunk that cannot be written."""
+    """The chunks of every regular session (the migration to schema 5 in SQLite, to 6 in PostgreSQL): a
+    session stops at its first chunk that cannot be written."""
     sessions = conn.query("SELECT id, entry_count FROM st_sessions WHERE irregular = 0 ORDER BY id")
     for session_id, count in sessions:
         if not isinstance(count, int):
@@ -284,9 +288,7 @@ def fill_chunks(conn: Conn) -> None:
 
 
 def check_chunks(conn: Conn, session_id: str, where: str) -> list[Problem]:
-    """Every chunk of the session that does not hold what the rows it covers hold (SQLite)."""
-    if conn.dialect != "sqlite":
-        return []
+    """Every chunk of the session that does not hold what the rows it covers hold."""
     found = conn.query(
         "SELECT chunk, first_seq, row_count, body, checksum FROM st_tree_chunks WHERE session_id = ? "
         "ORDER BY chunk",

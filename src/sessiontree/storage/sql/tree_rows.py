@@ -91,17 +91,39 @@ def _sqlite_columns(conn: Conn, session_id: str, after: int = 0) -> tuple[_Colum
     return (seqs, ids, parents, types, stamps), parent_seqs
 
 
+_KEY_ROWS = (
+    "SELECT seq, id, parent_id, type, timestamp, parent_seq FROM st_entries WHERE session_id = ? AND seq > ? "
+    "ORDER BY seq"
+)
+
+
+def _row_columns(conn: Conn, session_id: str, after: int = 0) -> tuple[_Columns, list[int]] | None:
+    """``_sqlite_columns`` read a row at a time (PostgreSQL); ``None`` when a key column is not text."""
+    rows = conn.query(_KEY_ROWS, (session_id, after))
+    if not rows:
+        return ([], [], [], [], []), []
+    seqs, ids, parents, types, stamps, parent_seqs = (list(c) for c in zip(*rows, strict=True))
+    if not (
+        set(map(type, ids)) <= _TEXT
+        and set(map(type, types)) <= _TEXT
+        and set(map(type, parents)) <= _OPT_TEXT
+        and set(map(type, stamps)) <= _OPT_TEXT
+    ):
+        return None
+    return (seqs, ids, parents, types, stamps), [0 if p is None else p for p in parent_seqs]
+
+
 _Ordered = tuple[Chunked, dict[int, str | None]]
 
 
 def _ordered_columns(conn: Conn, session_id: str, where: str) -> _Ordered | None:
-    """SQLite: the session's chunks and the key columns of the rows after them, where runs start and their
+    """The session's chunks and the key columns of the rows after them, where runs start and their
     parents, checked (``Damage``; ``None``: the rows after the chunks are not all plain text), and the
     timestamps of those rows. Their parents are their ``parent_seq``, which must name their parent ids and
     come before them; their ids must not be the chunks' (asked of the id index)."""
     chunked = read_chunks(conn, session_id, where)
     (ids, types, starts, parents), covered = chunked if chunked is not None else (([], [], [], []), 0)
-    tail = _sqlite_columns(conn, session_id, covered)
+    tail = (_sqlite_columns if conn.dialect == "sqlite" else _row_columns)(conn, session_id, covered)
     if tail is None:
         return None
     (seqs, t_ids, t_parents, t_types, t_stamps), parent_seqs = tail
@@ -144,14 +166,12 @@ class ColumnTree(ReadThroughStore):
         self._on_damage = on_damage
         self._start_parents: list[int] | None = None  # of the runs' starts, when read with them
         self._stamps: dict[int, str | None] | None = None  # then: the timestamps fetched so far
-        ordered = None
-        if conn.dialect == "sqlite":
-            try:
-                ordered = _ordered_columns(conn, session_id, where)
-            except Damage:
-                raise
-            except SessionError:  # a database without the chunks' table or that index: read row by row
-                ordered = None
+        try:
+            ordered = _ordered_columns(conn, session_id, where)
+        except Damage:
+            raise
+        except SessionError:  # a database without the chunks' table or that index: read row by row
+            ordered = None
         if ordered is not None:
             (all_ids, all_types, starts, start_parents), known = ordered
             if len(all_ids) < count:
