@@ -29,6 +29,7 @@ from sessiontree.storage.sql.paths import CACHE
 from sessiontree.storage.sql.reading import Pointers, SessionReads
 from sessiontree.storage.sql.rows import Damage, decode_line
 from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
+from sessiontree.storage.sql.statistics import analyze_after_load
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.storage.sql.tree_chunks import ChunkWriter
 from sessiontree.tree.context import settings_kind
@@ -384,6 +385,7 @@ class SqlSession(SessionReads):
         """Insert many entries, each with its exact line, in one transaction and in batches of statements
         (what ``sessiontree copy`` and forks write): the same rows ``append_line`` writes one at a time."""
         # (bulk_allocation: no collection passes over the entries decoded meanwhile, none of them in a cycle)
+        before = self._count
         with self.transaction(), self.conn.bulk(), bulk_allocation():
             self.prepare_write()
             self._renew()
