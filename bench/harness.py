@@ -76,6 +76,9 @@ class HarnessResult:
     tool_s: float
     rebuilds: int
     extensions: int
+    round_trips_s: tuple[float, float] | None = None
+    """A database store's ``SELECT 1`` round trip: back to back, and after 1 ms of work in this process (what
+    an append meets after a turn's other work: the server's process, and its processor, idle since)."""
 
     @property
     def overhead_s(self) -> float:
@@ -141,6 +144,7 @@ async def _measure(path: Path, prompts: int, turns: int, url: str | None = None)
         await h.prompt(f"task {i}")
         tool_times.append((time.perf_counter() - started) / turns)
     messages = manager.build_session_context().messages
+    round_trips = _round_trips(url) if url is not None and url.startswith("postgresql") else None
     model_s = await _model_alone(messages, max(3, prompts))
     tool_s = await _tool_alone(1000)
     result = HarnessResult(
@@ -153,9 +157,33 @@ async def _measure(path: Path, prompts: int, turns: int, url: str | None = None)
         tool_s=tool_s,
         rebuilds=h.context_cache.rebuilds,
         extensions=h.context_cache.extensions,
+        round_trips_s=round_trips,
     )
     manager.close()
     return result
+
+
+def _round_trips(url: str, repeats: int = 200, work_s: float = 0.001) -> tuple[float, float]:
+    """Median ``SELECT 1`` round trips on a connection of its own: back to back, then each after ``work_s``
+    of busy work here (a PostgreSQL append meets the second kind: on a virtual machine a processor that went
+    idle takes a while to wake)."""
+    import psycopg
+
+    def timed(gap: float) -> float:
+        times = []
+        for _ in range(repeats):
+            if gap:
+                until = time.perf_counter() + gap
+                while time.perf_counter() < until:
+                    pass
+            started = time.perf_counter()
+            conn.execute("SELECT 1").fetchall()
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+        timed(0.0)  # warm up: the plan, the connection's buffers
+        return timed(0.0), timed(work_s)
 
 
 def measure(
@@ -206,6 +234,12 @@ def render(results: Sequence[HarnessResult]) -> str:
         ),
         ("context rebuilds / extensions", [f"{r.rebuilds} / {r.extensions}" for r in results], "", ""),
     ]
+    if all(r.round_trips_s is not None for r in results):
+        trips = [r.round_trips_s for r in results if r.round_trips_s is not None]
+        rows += [
+            ("server round trip (SELECT 1), back to back", [_ms(t[0]) for t in trips], "", ""),
+            ("  the same after 1 ms of work here", [_ms(t[1]) for t in trips], "", ""),
+        ]
     head = ["measurement", *(f"{_size(r.entries)} entries" for r in results), "target", "result"]
     body = [[label, *cells, target, verdict] for label, cells, target, verdict in rows]
     widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]

@@ -45,3 +45,17 @@ def test_an_unknown_store_is_a_usage_error(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 2 and "--stores" in done.stderr
+
+
+def test_a_postgres_column_gets_the_servers_round_trips(postgres_url: str) -> None:
+    """The floor a PostgreSQL turn stands on, measured on the run's server: back to back, and after work."""
+    sys.path.insert(0, str(REPO))
+    from bench import harness
+
+    back_to_back, after_work = harness._round_trips(postgres_url, repeats=20, work_s=0.0005)
+    assert 0 < back_to_back < 1 and 0 < after_work < 1
+    base = dict(entries=1000, context_messages=9, cold_prompt_s=0.01, text_turn_s=0.002, tool_turn_s=0.002,
+                model_s=0.0001, tool_s=0.0, rebuilds=1, extensions=3)  # fmt: skip
+    with_trips = harness.render([harness.HarnessResult(**base, round_trips_s=(0.0001, 0.0003))])  # type: ignore[arg-type]
+    assert "server round trip (SELECT 1), back to back" in with_trips and "0.300 ms" in with_trips
+    assert "server round trip" not in harness.render([harness.HarnessResult(**base)])  # type: ignore[arg-type]
