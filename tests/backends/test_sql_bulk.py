@@ -123,7 +123,7 @@ def test_an_import_writes_in_a_few_batched_statements(
     source = read_source(str(_source(tmp_path, damaged=False)))
     lines = list(source.lines)
     calls: list[str] = []
-    for name in ("execute", "query", "executemany"):
+    for name in ("execute", "query", "executemany", "copy_rows"):
         for cls in {type(Database(sql_url).connect()), *Conn.__subclasses__()}:
             real = getattr(cls, name)
 

@@ -80,6 +80,14 @@ class Conn:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
 
+    def copy_rows(
+        self, table: str, columns: str, rows: Sequence[Sequence[Any]], types: Sequence[str] | None = None
+    ) -> None:
+        """Insert ``rows`` (values of ``columns``, comma-separated; ``types``: the columns' types, when known)
+        into ``table`` as a bulk load does (an ``executemany`` of its ``INSERT`` here; PostgreSQL copies)."""
+        marks = ", ".join("?" * len(columns.split(",")))
+        self.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+
     _lock: threading.RLock
     """Held by the thread whose transaction is open (a statement of another thread waits for it)."""
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ENTRY_COLUMNS", "MAX_ROWS", "TEXT_COLUMNS", "statement"]
+__all__ = ["ENTRY_COLUMNS", "ENTRY_TYPES", "MAX_ROWS", "TEXT_COLUMNS", "statement"]
 
 ENTRY_COLUMNS = (
     "session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
     "compaction_seq, model_seq, thinking_seq, tools_seq, target_id"
 )
 TEXT_COLUMNS = "text, session_id, entry_id"
-_ENTRY_TYPES = (
+ENTRY_TYPES = (
     "text", "bigint", "text", "text", "text", "text", "bytea",
     "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "text",
 )  # fmt: skip
@@ -70,7 +70,7 @@ def statement(
     guard = [session_id, fresh_id] if fresh_id is not None else []
     parts.append(
         f"entries AS (INSERT INTO st_entries ({ENTRY_COLUMNS}) SELECT * FROM (VALUES "
-        f"{_rows(_ENTRY_TYPES, len(rows))}) AS v WHERE {when})"
+        f"{_rows(ENTRY_TYPES, len(rows))}) AS v WHERE {when})"
     )
     for row in rows:
         params.extend(row)

@@ -187,6 +187,28 @@ class PgConn(Conn):
         return result
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._with_cursor(lambda cur: cur.executemany(self._sql(sql), rows))
+
+    def copy_rows(
+        self, table: str, columns: str, rows: Sequence[Sequence[Any]], types: Sequence[str] | None = None
+    ) -> None:
+        """``COPY … FROM STDIN``: one statement for every row, where ``executemany`` has the server run an
+        ``INSERT`` per row; with ``types`` (the columns' PostgreSQL types) in the binary format, which sends
+        ``bytea`` as it is rather than as hexadecimal text twice its size."""
+        how = " (FORMAT BINARY)" if types is not None else ""
+
+        def copy(cur: Any) -> None:
+            with cur.copy(f"COPY {table} ({columns}) FROM STDIN{how}") as out:
+                if types is not None:
+                    out.set_types(types)
+                for row in rows:
+                    out.write_row(row)
+
+        if rows:
+            self._with_cursor(copy)
+
+    def _with_cursor(self, work: Callable[[Any], None]) -> None:
+        """``work(cursor)`` on the open transaction's connection (its ``BEGIN`` sent first), else a pooled one."""
         import psycopg
 
         with self._lock:
@@ -195,10 +217,10 @@ class PgConn(Conn):
                 if self._held is not None:
                     self._open()
                     with self._held.cursor() as cur:
-                        cur.executemany(self._sql(sql), rows)
+                        work(cur)
                     return
                 with self._pool.connection() as conn, conn.cursor() as cur:
-                    cur.executemany(self._sql(sql), rows)
+                    work(cur)
             except psycopg.Error as exc:
                 raise _pg_error(self.display, "a write", exc) from exc
 

@@ -16,6 +16,7 @@ from typing import Any
 from sessiontree.format import pi_json as _json
 from sessiontree.storage.search import entry_search_text
 from sessiontree.storage.sql.conn import Conn, Dialect
+from sessiontree.storage.sql.one_statement import TEXT_COLUMNS
 from sessiontree.storage.sql.text import display
 
 __all__ = [
@@ -40,12 +41,21 @@ _INSERT_SQLITE = (
     "INSERT INTO st_entry_text (rowid, text) VALUES "
     f"((COALESCE((SELECT num FROM st_search_keys WHERE session_id = ?3), -1) << {SEQ_BITS}) + ?1, ?2)"
 )
-_INSERT_PG = "INSERT INTO st_entry_text (text, session_id, entry_id) VALUES (?, ?, ?)"
+_INSERT_PG = f"INSERT INTO st_entry_text ({TEXT_COLUMNS}) VALUES (?, ?, ?)"
 
 
 def insert_text_sql(dialect: Dialect) -> str:
     """The statement that adds an entry's search text (its parameters: ``text_params``)."""
     return _INSERT_SQLITE if dialect == "sqlite" else _INSERT_PG
+
+
+def insert_texts(conn: Conn, texts: Sequence[Sequence[Any]]) -> None:
+    """Add many search texts (each ``text_params``): PostgreSQL copies them, SQLite's FTS5 takes its
+    statement a row at a time."""
+    if conn.dialect == "sqlite":
+        conn.executemany(_INSERT_SQLITE, texts)
+    else:
+        conn.copy_rows("st_entry_text", TEXT_COLUMNS, texts)
 
 
 def text_params(

@@ -24,11 +24,11 @@ from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql import tree_chunks
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
-from sessiontree.storage.sql.one_statement import MAX_ROWS, statement
+from sessiontree.storage.sql.one_statement import ENTRY_COLUMNS, ENTRY_TYPES, MAX_ROWS, statement
 from sessiontree.storage.sql.paths import CACHE
 from sessiontree.storage.sql.reading import Pointers, SessionReads
 from sessiontree.storage.sql.rows import Damage, decode_line
-from sessiontree.storage.sql.search_rows import insert_text_sql, text_params
+from sessiontree.storage.sql.search_rows import insert_text_sql, insert_texts, text_params
 from sessiontree.storage.sql.statistics import analyze_after_load
 from sessiontree.storage.sql.text import display, key, unkey
 from sessiontree.storage.sql.tree_chunks import ChunkWriter
@@ -42,11 +42,7 @@ logger = logging.getLogger(__name__)
 
 _CHANGED = "another writer appended meanwhile"
 _BULK = 2000  # rows per executemany in append_lines
-_INSERT_ENTRY = (
-    "INSERT INTO st_entries (session_id, seq, id, parent_id, type, timestamp, line, parent_seq, depth, "
-    "compaction_seq, model_seq, thinking_seq, tools_seq, target_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_ENTRY = f"INSERT INTO st_entries ({ENTRY_COLUMNS}) VALUES ({', '.join('?' * 14)})"
 _UPDATE_SESSION = (
     "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
     "modified_ms = ?, irregular = ? WHERE id = ?"
@@ -408,10 +404,10 @@ class SqlSession(SessionReads):
 
     def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
         if rows:
-            self.conn.executemany(_INSERT_ENTRY, rows)
+            self.conn.copy_rows("st_entries", ENTRY_COLUMNS, rows, ENTRY_TYPES)
             self._chunked(rows)
         if texts:
-            self.conn.executemany(insert_text_sql(self.conn.dialect), texts)
+            insert_texts(self.conn, texts)
         rows.clear()
         texts.clear()
         self._renew()
