@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import Any
 
 import pytest
 
 from sessiontree import open_repo
+from sessiontree.format.pi_json import dumps_bytes
 from sessiontree.storage.sql import statistics
 from tests.backends.test_sql_tree_chunks import HEADER, _random_lines
 
@@ -94,3 +96,61 @@ def test_an_analyze_kept_waiting_by_a_lock_gives_up_and_the_copy_stands(
     assert _counted(postgres_url) == -1
     with open_repo(postgres_url) as repo:
         assert len(repo.open(sid, read_only=True).get_entries()) == 40
+
+
+def _chain(n: int) -> list[bytes]:
+    """``n`` messages, each the child of the one before: a path as long as the session."""
+    return [
+        dumps_bytes(
+            {
+                "type": "message",
+                "id": f"c{i:07x}",
+                "parentId": f"c{i - 1:07x}" if i else None,
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": f"m{i}", "timestamp": i},
+            }
+        )
+        for i in range(n)
+    ]
+
+
+def _rows_read(plan: dict[str, Any]) -> int:
+    """Rows the plan's scans of ``st_entries`` read (returned or filtered out), over all their loops."""
+    own = 0
+    if plan.get("Relation Name") == "st_entries":
+        own = (plan["Actual Rows"] + plan.get("Rows Removed by Filter", 0)) * plan["Actual Loops"]
+    return own + sum(_rows_read(p) for p in plan.get("Plans", ()))
+
+
+def test_a_session_the_statistics_do_not_know_is_walked_by_its_key(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statistics count one session (analyzed after its copy), then a 1,000-entry session is copied in
+    (too few rows for an analyze): its planner estimate is one row. Its context's walk still reads each row of
+    the path once by the primary key and its id once (it read all 1,000 rows at every step: 1,000 x 1,000)."""
+    import psycopg
+
+    _copy(postgres_url, statistics.LOAD_ROWS * 2, 1)
+    sid = "0197e89e-a300-7226-a91b-cd61d8f1beef"
+    walks: list[tuple[str, tuple[Any, ...]]] = []
+    with open_repo(postgres_url) as repo:
+        repo.import_session(HEADER % sid.encode(), _chain(1_000))
+        conn_type = type(repo._conn)  # type: ignore[attr-defined]
+        query = conn_type.query
+
+        def recorded(self: Any, sql: str, params: Any = ()) -> Any:
+            if sql.startswith("WITH RECURSIVE"):
+                walks.append((sql, tuple(params)))
+            return query(self, sql, params)
+
+        monkeypatch.setattr(conn_type, "query", recorded)
+        manager = repo.open(sid, read_only=True)
+        assert len(manager.build_session_context().messages) == 1_000
+        manager.close()
+    assert _counted(postgres_url) == statistics.LOAD_ROWS * 2  # the new session is not in them
+    assert walks
+    with psycopg.connect(postgres_url.split("?", 1)[0]) as conn:
+        for sql, params in walks:
+            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql.replace("?", "%s"), params).fetchone()
+            assert row is not None
+            assert _rows_read(row[0][0]["Plan"]) <= 3 * 1_000, row[0]

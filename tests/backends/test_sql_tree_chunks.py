@@ -243,7 +243,8 @@ def test_check_finds_a_chunk_that_disagrees_with_its_rows(url: str, tmp_path: Pa
 
 
 def test_a_database_from_before_the_chunks_is_upgraded_in_place_with_them(url: str, tmp_path: Path) -> None:
-    """SQLite at schema 4, PostgreSQL at schema 5: the first use writes the chunks of the sessions there."""
+    """SQLite at schema 4, PostgreSQL at schema 5: the first use writes the chunks of the sessions there
+    (and PostgreSQL takes SQLite's indexes of ids and children, schema 7)."""
     before_chunks = 4 if url.startswith("sqlite:") else 5
     rng = random.Random(4)
     with pytest.MonkeyPatch.context() as patch:
@@ -264,13 +265,28 @@ def test_a_database_from_before_the_chunks_is_upgraded_in_place_with_them(url: s
                 m.close()
     with open_repo(url) as repo:
         managers = [repo.open(sid, read_only=True) for sid in sids]  # the first use upgrades it
-        assert repo.schema_version() == schema.SCHEMA_VERSION == 6
+        assert repo.schema_version() == schema.SCHEMA_VERSION == 7
         assert [shape(m) for m in managers] == before
         for m in managers:
             m.close()
         assert all(repo.check(sid) == [] for sid in sids)
     plain = Plain(url)
     try:
+        # and the indexes of ids and of children are SQLite's on both (PostgreSQL's since schema 7)
+        definitions = (
+            "SELECT name, sql FROM sqlite_master WHERE name IN ('st_entries_id', 'st_entries_parent')"
+            if plain.sqlite
+            else "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('st_entries_id', 'st_entries_parent')"
+        )
+        indexes = {
+            name: sql.replace("USING btree ", "").replace("public.", "")
+            for name, sql in plain.query(definitions)
+        }
+        assert indexes["st_entries_id"].endswith("ON st_entries (id)"), indexes
+        parents = indexes["st_entries_parent"].replace("(", "").replace(")", "")
+        assert parents.endswith(
+            "st_entries session_id, parent_id WHERE parent_seq IS NULL OR parent_seq <> seq - 1"
+        )
         for sid in sids:
             count = plain.query("SELECT entry_count FROM st_sessions WHERE id = ?", (sid,))[0][0]
             assert len(_chunks(plain, sid)) == count // CHUNK > 0

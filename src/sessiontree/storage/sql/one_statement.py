@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sessiontree.storage.sql.paths import session_of_id
+
 __all__ = ["ENTRY_COLUMNS", "ENTRY_TYPES", "MAX_ROWS", "TEXT_COLUMNS", "statement"]
 
 ENTRY_COLUMNS = (
@@ -32,7 +34,7 @@ MAX_ROWS = 64
 """At most this many entries go in one statement (a larger transaction sends them in batches first)."""
 
 _RENEWED = "EXISTS (SELECT 1 FROM lease)"
-_TAKEN = "EXISTS (SELECT 1 FROM st_entries WHERE session_id = ? AND id = ?)"
+_TAKEN = f"EXISTS (SELECT 1 FROM st_entries WHERE {session_of_id()} AND id = ?)"
 
 
 def _placeholders(width: int) -> str:

@@ -30,24 +30,23 @@ from sessiontree.storage.sql.rows import (
 from sessiontree.tree.context import settings_kind
 from sessiontree.tree.session_index import PathView
 
-__all__ = ["CACHE", "PathReads", "Pointers", "by_id", "last_seq_of_id", "session_of_id"]
+__all__ = ["BY_ID", "CACHE", "PathReads", "Pointers", "last_seq_of_id", "session_of_id"]
 
 Entry = dict[str, Any]
 # (seq, depth, compaction_seq, model_seq, thinking_seq, tools_seq)
 Pointers = tuple[int, int, int | None, int | None, int | None, int | None]
 
 
-def session_of_id(dialect: str, column: str = "session_id", value: str = "?") -> str:
-    """The session condition of a read by id. SQLite's index of ids holds the id alone (ids are all but
-    unique across a store, and a session's id beside each made the index three times larger), and the bare
-    column would make its planner walk the session's primary key instead of searching that index; PostgreSQL's
-    index keeps the session (schema 4 changes nothing there)."""
-    return f"{column} || '' = {value}" if dialect == "sqlite" else f"{column} = {value}"
+def session_of_id(column: str = "session_id", value: str = "?") -> str:
+    """The session condition of a read by id. The index of ids holds the id alone (ids are all but unique
+    across a store, and a session's id beside each made the index three times larger: SQLite's since schema 4,
+    PostgreSQL's since 7), and the bare column would let a planner walk the session's primary key instead of
+    searching that index (PostgreSQL's does when its statistics count the session as one row)."""
+    return f"{column} || '' = {value}"
 
 
-def by_id(dialect: str) -> str:
-    """``WHERE`` of the rows of this session (the first parameter) with this id (the second)."""
-    return f"{session_of_id(dialect)} AND id = ?"
+BY_ID = f"{session_of_id()} AND id = ?"
+"""``WHERE`` of the rows of this session (the first parameter) with this id (the second)."""
 
 
 def last_seq_of_id(dialect: str, row: str, session: str = "?") -> str:
@@ -55,7 +54,7 @@ def last_seq_of_id(dialect: str, row: str, session: str = "?") -> str:
     the store has the id (nearly always), that row's own, counted in the index of ids alone, without a read of
     each row's session."""
     last = (
-        f"(SELECT MAX(x.seq) FROM st_entries x WHERE {session_of_id(dialect, 'x.session_id', session)} "
+        f"(SELECT MAX(x.seq) FROM st_entries x WHERE {session_of_id('x.session_id', session)} "
         f"AND x.id = {row}.id)"
     )
     if dialect != "sqlite":
@@ -207,12 +206,20 @@ class PathReads:
         """
         columns = ROW_COLUMNS + (", line" if lines else "")
         picked = _PICKED + (", e.line" if lines else "")
+        step = (
+            "st_entries e JOIN p ON e.session_id = ? AND e.seq = p.parent_seq"
+            if self.conn.dialect == "sqlite"
+            # a lateral lookup: PostgreSQL's planner, counting one row for a session its statistics do not
+            # know yet (one just copied in), put the session's rows outside the loop and scanned them all at
+            # every step; the lookup by seq runs once per row of the walk whatever it counts
+            else f"p CROSS JOIN LATERAL (SELECT {columns} FROM st_entries WHERE session_id = ? "
+            "AND seq = p.parent_seq LIMIT 1) e"
+        )
         return self.conn.query(
             f"WITH RECURSIVE p({columns}, n) AS ("
             f" SELECT {columns}, 1 FROM st_entries WHERE session_id = ? AND seq = ?"
             " UNION ALL"
-            f" SELECT {picked}, p.n + 1 FROM st_entries e JOIN p"
-            " ON e.session_id = ? AND e.seq = p.parent_seq WHERE p.depth > ? AND p.seq <> ? AND p.n <= ?"
+            f" SELECT {picked}, p.n + 1 FROM {step} WHERE p.depth > ? AND p.seq <> ? AND p.n <= ?"
             f") SELECT {ROW_COLUMNS}, {last_seq_of_id(self.conn.dialect, 'p')}"
             f"{', line' if lines else ''} FROM p ORDER BY n DESC",
             (self.session_id, seq, self.session_id, stop_depth, known, self._count + 1, self.session_id),

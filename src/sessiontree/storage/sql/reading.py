@@ -17,7 +17,7 @@ from typing import Any, Self, TypeVar
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql.database import Conn, Database
 from sessiontree.storage.sql.loaded import LoadedSession
-from sessiontree.storage.sql.paths import CACHE, PathReads, Pointers, by_id, session_of_id
+from sessiontree.storage.sql.paths import BY_ID, CACHE, PathReads, Pointers, session_of_id
 from sessiontree.storage.sql.rows import (
     KEY_COLUMNS,
     WIDTH,
@@ -266,8 +266,7 @@ class SessionReads(PathReads, SessionIndex):
         found = next(
             iter(
                 self.conn.read(
-                    f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {by_id(self.conn.dialect)} "
-                    "ORDER BY seq DESC LIMIT 1",
+                    f"SELECT {KEY_COLUMNS}, line FROM st_entries WHERE {BY_ID} ORDER BY seq DESC LIMIT 1",
                     (self.session_id, key(entry_id)),
                 )
             ),
@@ -367,7 +366,7 @@ class SessionReads(PathReads, SessionIndex):
         if cached is not None:
             return cached
         row = self.conn.query_one(
-            f"SELECT {_POINTERS} FROM st_entries WHERE {by_id(self.conn.dialect)} ORDER BY seq DESC LIMIT 1",
+            f"SELECT {_POINTERS} FROM st_entries WHERE {BY_ID} ORDER BY seq DESC LIMIT 1",
             (self.session_id, key(entry_id)),
         )
         if row is None:
@@ -458,7 +457,7 @@ class SessionReads(PathReads, SessionIndex):
         if any(e.get("type") == "label" for e in labels):
             # the manager checks that every label's target exists: one query, not one per label
             found = self.conn.query(
-                f"SELECT DISTINCT id FROM st_entries WHERE {session_of_id(self.conn.dialect)} AND id IN (SELECT target_id "
+                f"SELECT DISTINCT id FROM st_entries WHERE {session_of_id()} AND id IN (SELECT target_id "
                 "FROM st_entries WHERE session_id = ? AND type = 'label' AND target_id IS NOT NULL)",
                 (self.session_id, self.session_id),
             )
