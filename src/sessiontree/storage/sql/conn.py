@@ -20,11 +20,18 @@ __all__ = [
     "Conn",
     "Dialect",
     "LockWaitTimeout",
+    "insert_sql",
     "storage_error",
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
 Row = tuple[Any, ...]
+
+
+def insert_sql(table: str, columns: str) -> str:
+    """``INSERT INTO table (columns) VALUES (?, …)``, a placeholder per column of ``columns`` (comma-separated)."""
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(columns.split(',')))})"
+
 
 BUSY_TIMEOUT_MS = 5000
 POOL_TIMEOUT_S = 5.0
@@ -85,8 +92,7 @@ class Conn:
     ) -> None:
         """Insert ``rows`` (values of ``columns``, comma-separated; ``types``: the columns' types, when known)
         into ``table`` as a bulk load does (an ``executemany`` of its ``INSERT`` here; PostgreSQL copies)."""
-        marks = ", ".join("?" * len(columns.split(",")))
-        self.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+        self.executemany(insert_sql(table, columns), rows)
 
     _lock: threading.RLock
     """Held by the thread whose transaction is open (a statement of another thread waits for it)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from sessiontree.format import pi_json as _json
 from sessiontree.storage.search import entry_search_text
-from sessiontree.storage.sql.conn import Conn, Dialect
+from sessiontree.storage.sql.conn import Conn, Dialect, insert_sql
 from sessiontree.storage.sql.one_statement import TEXT_COLUMNS
 from sessiontree.storage.sql.text import display
 
@@ -41,7 +41,7 @@ _INSERT_SQLITE = (
     "INSERT INTO st_entry_text (rowid, text) VALUES "
     f"((COALESCE((SELECT num FROM st_search_keys WHERE session_id = ?3), -1) << {SEQ_BITS}) + ?1, ?2)"
 )
-_INSERT_PG = f"INSERT INTO st_entry_text ({TEXT_COLUMNS}) VALUES (?, ?, ?)"
+_INSERT_PG = insert_sql("st_entry_text", TEXT_COLUMNS)
 
 
 def insert_text_sql(dialect: Dialect) -> str:

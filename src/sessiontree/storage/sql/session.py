@@ -22,6 +22,7 @@ from sessiontree.storage._encode import encode_entry
 from sessiontree.storage.search import entry_search_text
 from sessiontree.storage.session_dirs import SessionInfoBuilder
 from sessiontree.storage.sql import tree_chunks
+from sessiontree.storage.sql.conn import insert_sql
 from sessiontree.storage.sql.database import Database
 from sessiontree.storage.sql.lease import WriterLease
 from sessiontree.storage.sql.one_statement import ENTRY_COLUMNS, ENTRY_TYPES, MAX_ROWS, statement
@@ -42,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 _CHANGED = "another writer appended meanwhile"
 _BULK = 2000  # rows per executemany in append_lines
-_INSERT_ENTRY = f"INSERT INTO st_entries ({ENTRY_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+_INSERT_ENTRY = insert_sql("st_entries", ENTRY_COLUMNS)
 _UPDATE_SESSION = (
     "UPDATE st_sessions SET entry_count = ?, name = ?, message_count = ?, first_message = ?, "
     "modified_ms = ?, irregular = ? WHERE id = ?"
@@ -398,9 +399,8 @@ class SqlSession(SessionReads):
                 if len(rows) >= _BULK:
                     self._flush(rows, texts)
             self._flush(rows, texts)
-        analyze_after_load(
-            self.conn, self._count - before
-        )  # (committed, unless inside a caller's transaction)
+        # (committed, unless inside a caller's transaction)
+        analyze_after_load(self.conn, self._count - before)
 
     def _flush(self, rows: list[tuple[Any, ...]], texts: list[tuple[Any, ...]]) -> None:
         if rows:

@@ -34,6 +34,7 @@ from sessiontree.tree.entry_store import Problem
 
 __all__ = [
     "CHUNK_ROWS",
+    "KEY_ROWS",
     "ChunkWriter",
     "Chunked",
     "check_chunks",
@@ -51,10 +52,9 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, chunk) DO UPDATE SET first_seq = excluded.first_seq, "
     "row_count = excluded.row_count, body = excluded.body, checksum = excluded.checksum"
 )
-_KEYS = (
-    "SELECT seq, id, parent_id, type, timestamp, parent_seq FROM st_entries "
-    "WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
-)
+KEY_ROWS = "SELECT seq, id, parent_id, type, timestamp, parent_seq FROM st_entries WHERE session_id = ?"
+"""The key columns of a session's entry rows, as a chunk keeps them (a reader adds its range of ``seq``)."""
+_KEYS = f"{KEY_ROWS} AND seq BETWEEN ? AND ? ORDER BY seq"
 KeyRow = tuple[int, str, "str | None", str, "str | None", "int | None"]
 """``(seq, id, parent_id, type, timestamp, parent_seq)`` of one entry row, as its key columns hold them."""
 Chunked = tuple[list[str], list[str], list[int], list[int]]

@@ -21,7 +21,7 @@ from sessiontree.errors import SessionError
 from sessiontree.storage.sql.conn import Conn
 from sessiontree.storage.sql.read_through import ReadThroughStore
 from sessiontree.storage.sql.rows import Damage, Row, as_bytes, entry_of
-from sessiontree.storage.sql.tree_chunks import Chunked, read_chunks
+from sessiontree.storage.sql.tree_chunks import KEY_ROWS, Chunked, read_chunks
 
 __all__ = ["ColumnTree", "Plain"]
 
@@ -91,15 +91,12 @@ def _sqlite_columns(conn: Conn, session_id: str, after: int = 0) -> tuple[_Colum
     return (seqs, ids, parents, types, stamps), parent_seqs
 
 
-_KEY_ROWS = (
-    "SELECT seq, id, parent_id, type, timestamp, parent_seq FROM st_entries WHERE session_id = ? AND seq > ? "
-    "ORDER BY seq"
-)
+_AFTER = f"{KEY_ROWS} AND seq > ? ORDER BY seq"
 
 
 def _row_columns(conn: Conn, session_id: str, after: int = 0) -> tuple[_Columns, list[int]] | None:
     """``_sqlite_columns`` read a row at a time (PostgreSQL); ``None`` when a key column is not text."""
-    rows = conn.query(_KEY_ROWS, (session_id, after))
+    rows = conn.query(_AFTER, (session_id, after))
     if not rows:
         return ([], [], [], [], []), []
     seqs, ids, parents, types, stamps, parent_seqs = (list(c) for c in zip(*rows, strict=True))
