@@ -38,6 +38,10 @@ def test_after_a_compaction_the_context_is_estimated_until_a_reply_reports_usage
         assert after == sum(estimate_tokens(m) for m in messages)
         assert after < before < estimate_context_tokens(messages).tokens + 1  # the stale usage is not used
         manager.append_message({"role": "user", "content": "go on", "timestamp": manager.clock()})
+        # a reply comes later than the compaction; stamped in the same millisecond (this test runs that fast),
+        # it could as well be one the compaction kept, and is estimated: a millisecond later, as a real one is
+        assert messages[0]["role"] == "compactionSummary"
+        compacted_at = messages[0]["timestamp"]
         reply = {
             "role": "assistant",
             "content": [{"type": "text", "text": "ok"}],
@@ -46,7 +50,7 @@ def test_after_a_compaction_the_context_is_estimated_until_a_reply_reports_usage
             "model": "m",
             "usage": {"input": 700, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 710},
             "stopReason": "stop",
-            "timestamp": manager.clock(),
+            "timestamp": max(manager.clock(), compacted_at + 1),
         }
         manager.append_message(reply)
         assert context_tokens(manager.build_session_context().messages) == 710  # a fresh usage is trusted
