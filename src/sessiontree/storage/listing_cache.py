@@ -181,16 +181,21 @@ class Catalogue:
             for done, ((path, stamp), info) in enumerate(
                 zip(misses, pool.map(build_session_info, [m[0] for m in misses]), strict=True), start=1
             ):
-                self._remember(path, stamp, info)
-                if info is not None:
+                fields = self._remember(path, stamp, info)
+                if fields is not None:  # its text was written beside the catalogue: read again when asked for
+                    text_file = functools.partial(self._text_file, str(path), stamp)
+                    hits.append(_ListedSession(fields, path, text_file))
+                elif info is not None:
                     hits.append(info)
                 if on_progress is not None:
                     on_progress(done, total)
         return hits, total
 
-    def _remember(self, path: Path, stamp: _Stamp, info: SessionInfo | None) -> None:
+    def _remember(self, path: Path, stamp: _Stamp, info: SessionInfo | None) -> list[Any] | None:
+        """Record what ``info`` says of ``path`` (``None``: not a session); returns the record's fields when
+        they and the text were kept (a listing of many files then holds no session's whole text)."""
         if not self.enabled:
-            return
+            return None
         key = str(path)
         old = self._records.get(key)
         if old is not None and old[4]:
@@ -211,9 +216,10 @@ class Catalogue:
                 if key in self._records:
                     del self._records[key]
                 self._dirty = True
-                return
+                return None
         self._records[key] = [*stamp, fields]
         self._dirty = True
+        return fields
 
     def forget_missing(self, directories: Iterable[Path], present: Iterable[Path]) -> None:
         """Drop records of files in ``directories`` that are no longer there."""

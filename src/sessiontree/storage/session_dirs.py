@@ -10,10 +10,11 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sessiontree.format import pi_json as _json
 from sessiontree.format.ids import parse_iso_ms
+from sessiontree.storage.listed_lines import listed_parts
 
 __all__ = [
     "SessionInfo",
@@ -222,18 +223,6 @@ def _text_of(content: Any, sep: str) -> str:
     return ""
 
 
-def _iter_lines(path: Path) -> Iterator[Any]:
-    with path.open("rb") as fh:
-        for raw in fh:
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                yield _json.loads(line)
-            except ValueError:
-                continue
-
-
 class SessionInfoBuilder:
     """What a listing shows, gathered entry by entry: counts, the first user message, name, last activity.
 
@@ -256,29 +245,62 @@ class SessionInfoBuilder:
         if not isinstance(entry, dict):
             return
         kind = entry.get("type")
+        if kind != "message":
+            if kind == "session_info":
+                self.take(kind, entry.get("name"), False, None, None, None, None)
+            return
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            self.take(kind, None, False, None, None, None, None)
+            return
+        role = message.get("role")
+        text = _text_of(message.get("content"), " ") if self._wants_text(role) else None
+        self.take(kind, None, True, role, text, message.get("timestamp"), entry.get("timestamp"))
+
+    def add_line(self, line: bytes) -> None:
+        """``add`` of the entry on ``line`` (a line that is not JSON is skipped), without decoding what a
+        listing does not show (``listed_lines``); the same result as ``add(loads(line))``."""
+        parts = listed_parts(line, self.keep_texts or self.first_message is None)
+        if parts is None:
+            try:
+                entry = _json.loads(line)
+            except ValueError:
+                return
+            self.add(entry)
+        else:
+            self.take(*parts)
+
+    def _wants_text(self, role: Any) -> bool:
+        return role in ("user", "assistant") and (self.keep_texts or self.first_message is None)
+
+    def take(
+        self,
+        kind: Any,
+        raw_name: Any,
+        has_message: bool,
+        role: Any,
+        text: str | None,
+        message_stamp: Any,
+        entry_stamp: Any,
+    ) -> None:
+        """One entry's parts (``listed_lines.ListedParts``; ``text`` given when ``_wants_text(role)``)."""
         if kind == "session_info":
-            raw_name = entry.get("name")
             self.name = raw_name.strip() or None if isinstance(raw_name, str) else None
         if kind != "message":
             return
         self.message_count += 1
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            return
-        role = message.get("role")
-        if role not in ("user", "assistant"):
+        if not has_message or role not in ("user", "assistant"):
             return
         if self.keep_texts:
-            text = _text_of(message.get("content"), " ")
             if text:
                 self.texts.append(text)
                 if role == "user" and self.first_message is None:
                     self.first_message = text
         elif role == "user" and self.first_message is None:
-            self.first_message = _text_of(message.get("content"), " ") or None
-        activity = _message_ms(message.get("timestamp"))
+            self.first_message = text or None
+        activity = _message_ms(message_stamp)
         if activity is None or not _holdable(activity):
-            activity = parse_iso_ms(entry.get("timestamp"))
+            activity = parse_iso_ms(entry_stamp)
         if activity is not None and _holdable(activity):
             self.last_activity = activity if self.last_activity is None else max(self.last_activity, activity)
 
@@ -301,16 +323,62 @@ class SessionInfoBuilder:
         )
 
 
+_BLOCK = 1 << 16
+_NO_HEADER: Any = object()
+
+
+def _blocks(fh: BinaryIO) -> Iterator[bytes]:
+    """The file in blocks of whole lines (joined by ``\\n``, without the last ``\\n``), read 64 KiB at a time.
+
+    Iterating the file instead reads a line at a time, and each read lets go of the interpreter lock: a
+    listing's threads then spend more time handing it over than reading (a cold listing of 1,000 sessions,
+    1 GB: 1.4 million lock waits). Blocks below the allocator's 128 KiB threshold for mapping fresh memory
+    reuse the same memory (1 MiB blocks took 360,000 page faults over that gigabyte, 64 KiB ones 26,000).
+    """
+    pending: list[bytes] = []  # the start of a line longer than what was read so far
+    while True:
+        block = fh.read(_BLOCK)
+        if not block:
+            break
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(block[:cut])
+            yield b"".join(pending)
+            pending.clear()
+        elif cut:
+            yield block[:cut]
+        pending.append(block[cut + 1 :])
+    if pending:
+        yield b"".join(pending)
+
+
 def build_session_info(path: Path) -> SessionInfo | None:
-    """Describe one session file, or ``None`` when it is unreadable or has no valid header."""
+    """Describe one session file, or ``None`` when it is unreadable or has no valid header (its first line
+    that is JSON). Lines that are not JSON are skipped."""
     try:
-        it = _iter_lines(path)
-        header = next(it, None)
-        if not (isinstance(header, dict) and header.get("type") == "session"):
-            return None
-        builder = SessionInfoBuilder()
-        for entry in it:
-            builder.add(entry)
+        with path.open("rb") as fh:
+            header: Any = _NO_HEADER
+            builder = SessionInfoBuilder()
+            add_line = builder.add_line
+            for block in _blocks(fh):
+                for raw in block.split(b"\n"):
+                    line = raw.strip()
+                    if not line:
+                        continue
+                    if header is not _NO_HEADER:
+                        add_line(line)
+                        continue
+                    try:
+                        header = _json.loads(line)
+                    except ValueError:
+                        continue
+                    if not (isinstance(header, dict) and header.get("type") == "session"):
+                        return None
+            if header is _NO_HEADER:
+                return None
         mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
         return builder.info(path, header, mtime)
     except (OSError, UnicodeDecodeError):
