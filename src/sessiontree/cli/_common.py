@@ -358,8 +358,8 @@ def session_path(ref: str) -> Any:
             groups = (
                 listing.infos
                 for listing in (
-                    list_sessions(here, on_progress=progress),
-                    list_sessions(session_dirs(all_projects=True), on_progress=progress),
+                    list_sessions(here, on_progress=progress, processes=True),
+                    list_sessions(session_dirs(all_projects=True), on_progress=progress, processes=True),
                 )
             )
             return select_session(ref, groups, [*here, get_sessions_root()])

@@ -83,7 +83,7 @@ def list_cmd(
     else:
         with handled(), listing_progress() as progress:
             dirs = session_dirs(str(cwd) if cwd is not None else None, session_dir, all_projects=all_)
-            listing = list_sessions(dirs, on_progress=progress, use_cache=not no_cache)
+            listing = list_sessions(dirs, on_progress=progress, use_cache=not no_cache, processes=True)
         infos = listing.infos
         where_store = None
     if as_json:

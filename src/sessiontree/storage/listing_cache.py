@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,7 +29,16 @@ from sessiontree.storage.session_dirs import (
     resolve_cwd,
 )
 
-__all__ = ["CACHE_ENV", "Catalogue", "ListedSessions", "default_cache_dir", "list_sessions", "session_dirs"]
+__all__ = [
+    "CACHE_ENV",
+    "PROCESS_BYTES",
+    "Catalogue",
+    "ListedSessions",
+    "default_cache_dir",
+    "list_sessions",
+    "read_files",
+    "session_dirs",
+]
 
 _FORMAT = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -150,10 +159,15 @@ class Catalogue:
         return self.directory / "texts" / f"{digest}-{stamp[0]}-{stamp[1]}.txt"
 
     def describe(
-        self, files: Iterable[Path], on_progress: Progress | None = None, *, workers: int = 10
+        self,
+        files: Iterable[Path],
+        on_progress: Progress | None = None,
+        *,
+        workers: int = 10,
+        processes: bool = False,
     ) -> tuple[list[SessionInfo], int]:
         """``SessionInfo`` for every file that is a session (cached ones without reading the file); also the
-        number of files that had to be read."""
+        number of files that had to be read. ``processes``: read many files in processes (``read_files``)."""
         if not self._loaded:
             self._load()
         hits: list[SessionInfo] = []
@@ -175,20 +189,17 @@ class Catalogue:
             on_progress(0, total)
         if not misses:
             return hits, 0
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for done, ((path, stamp), info) in enumerate(
-                zip(misses, pool.map(build_session_info, [m[0] for m in misses]), strict=True), start=1
-            ):
-                fields = self._remember(path, stamp, info)
-                if fields is not None:  # its text was written beside the catalogue: read again when asked for
-                    text_file = functools.partial(self._text_file, str(path), stamp)
-                    hits.append(_ListedSession(fields, path, text_file))
-                elif info is not None:
-                    hits.append(info)
-                if on_progress is not None:
-                    on_progress(done, total)
+        size = sum(stamp[0] for _, stamp in misses)
+        described = read_files([m[0] for m in misses], size, workers=workers, processes=processes)
+        for done, ((path, stamp), info) in enumerate(zip(misses, described, strict=True), start=1):
+            fields = self._remember(path, stamp, info)
+            if fields is not None:  # its text was written beside the catalogue: read again when asked for
+                text_file = functools.partial(self._text_file, str(path), stamp)
+                hits.append(_ListedSession(fields, path, text_file))
+            elif info is not None:
+                hits.append(info)
+            if on_progress is not None:
+                on_progress(done, total)
         return hits, total
 
     def _remember(self, path: Path, stamp: _Stamp, info: SessionInfo | None) -> list[Any] | None:
@@ -249,6 +260,47 @@ class Catalogue:
         self._dirty = False
 
 
+PROCESS_BYTES = 64 << 20
+"""Files to read of at least this many bytes in all are read in processes when a caller allows it."""
+
+
+def read_files(
+    paths: list[Path], size: int, *, workers: int = 10, processes: bool = False
+) -> Iterator[SessionInfo | None]:
+    """``build_session_info`` of every path, in order: in ``workers`` threads (the files are read while other
+    threads decode), or with ``processes`` and ``size`` (their bytes) of at least ``PROCESS_BYTES``, in a
+    process per CPU (decoding is Python's work, which threads of one process take turns at). Where processes
+    cannot be started, or one dies, the files not described yet are read in threads.
+
+    Processes are started afresh (``spawn``): they import the main module again, which a script must guard
+    with ``if __name__ == "__main__"`` (the command line does; it is why the library's default is threads).
+    """
+    done = 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if processes and cpus > 1 and size >= PROCESS_BYTES and len(paths) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            pool = ProcessPoolExecutor(min(cpus, 8), mp_context=multiprocessing.get_context("spawn"))
+        except (OSError, ValueError, ImportError, NotImplementedError):  # no processes here: threads
+            pool = None
+        if pool is not None:
+            with pool:
+                try:
+                    for info in pool.map(build_session_info, paths, chunksize=4):
+                        done += 1
+                        yield info
+                    return
+                except (BrokenProcessPool, OSError):  # a process died (killed, out of memory): threads go on
+                    pool.shutdown(wait=False, cancel_futures=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+        yield from threads.map(build_session_info, paths[done:])
+
+
 def session_dirs(
     cwd: str | None = None, session_dir: str | Path | None = None, *, all_projects: bool = False
 ) -> list[Path]:
@@ -270,13 +322,15 @@ def list_sessions(
     on_progress: Progress | None = None,
     catalogue: Catalogue | None = None,
     use_cache: bool = True,
+    processes: bool = False,
 ) -> ListedSessions:
     """Every session in ``directories``, newest ``modified`` first, through the catalogue unless
-    ``use_cache`` is false (then every file is read and the cache is neither read nor written)."""
+    ``use_cache`` is false (then every file is read and the cache is neither read nor written);
+    ``processes``: many files to read are read in processes (``read_files``)."""
     files = [f for d in directories for f in list_session_files(d)]
     if catalogue is None:
         catalogue = Catalogue() if use_cache else Catalogue(Path(os.devnull), enabled=False)
-    infos, read = catalogue.describe(files, on_progress)
+    infos, read = catalogue.describe(files, on_progress, processes=processes)
     if catalogue.enabled:
         catalogue.forget_missing(directories, files)
         catalogue.save()
