@@ -287,14 +287,15 @@ def read_files(
         except (OSError, ValueError, ImportError, NotImplementedError):  # no processes here: threads
             pool = None
         if pool is not None:
-            with pool:
-                try:
-                    for info in pool.map(build_session_info, paths, chunksize=4):
-                        done += 1
-                        yield info
-                    return
-                except (BrokenProcessPool, OSError):  # a process died (killed, out of memory): threads go on
-                    pool.shutdown(wait=False, cancel_futures=True)
+            try:
+                for info in pool.map(build_session_info, paths, chunksize=4):
+                    done += 1
+                    yield info
+                return
+            except (BrokenProcessPool, OSError):  # a process died (killed, out of memory): threads go on
+                pass
+            finally:  # also when the caller stops early (Ctrl+C): the files not started are not read
+                pool.shutdown(wait=True, cancel_futures=True)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
