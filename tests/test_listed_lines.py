@@ -208,3 +208,25 @@ def test_lines_across_read_blocks_and_longer_than_one_are_listed_whole(
     assert info is not None
     assert info.to_dict() == _reference_info(path)
     assert info.message_count == 400 and len(info.all_messages_text) > 300_000
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [],
+        [{"a": 1}],
+        [{"text": "bidi \u202e and \u0085 and \u2028 and \x7f", "n": [1.5, None, True]}, "x", 3, [], {}],
+        [{"lone": "\ud800"}, {"emoji": "🧹"}],
+    ],
+)
+def test_a_json_list_written_an_item_at_a_time_is_the_list_written_whole(
+    items: list[object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``list --json`` writes its sessions one by one (a gigabyte's texts are never one string)."""
+    from sessiontree.cli._common import emit_json, emit_json_list
+
+    emit_json(items)
+    whole = capsys.readouterr().out
+    emit_json_list(iter(items))
+    assert capsys.readouterr().out == whole
+    assert json.loads(whole) == json.loads(json.dumps(items))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
@@ -281,6 +281,18 @@ def emit_json(value: Any) -> None:
     from sessiontree.format.pi_json import dumps
 
     sys.stdout.write(json_for_terminal(dumps(value)) + "\n")
+
+
+def emit_json_list(items: Iterable[Any]) -> None:
+    """``emit_json(list(items))``, written an item at a time: the same text, without holding every item (a
+    listing's texts are a gigabyte's worth of sessions) or the whole text at once."""
+    from sessiontree.format.pi_json import dumps
+
+    write = sys.stdout.write
+    write("[")
+    for n, item in enumerate(items):
+        write(("," if n else "") + json_for_terminal(dumps(item)))
+    write("]\n")
 
 
 def _err(prefix: str, style: str, message: str) -> None:

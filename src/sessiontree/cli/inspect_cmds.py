@@ -25,6 +25,7 @@ from ._common import (
     Styler,
     current_store,
     emit_json,
+    emit_json_list,
     entry_id,
     fail,
     flag,
@@ -87,7 +88,7 @@ def list_cmd(
         infos = listing.infos
         where_store = None
     if as_json:
-        emit_json([i.to_dict() for i in infos])
+        emit_json_list(i.to_dict() for i in infos)
         return
     if paths:
         say_lines([safe_text(str(i.path)) for i in infos])
