@@ -1,4 +1,4 @@
-"""A cold listing of many bytes reads its files in processes (``listing_cache.read_files``, what the command
+"""A cold listing of many bytes reads its files in processes (``session_dirs.read_files``, what the command
 line asks for): the same descriptions, in the same order, as threads give; threads take over the files left
 when a process dies."""
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.storage import listing_cache
-from sessiontree.storage.listing_cache import list_sessions, read_files
+from sessiontree.storage import session_dirs
+from sessiontree.storage.listing_cache import list_sessions
+from sessiontree.storage.session_dirs import read_files
 
 _HEADER = {"type": "session", "version": 3, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
 
@@ -43,7 +44,7 @@ def _described(infos: list[object]) -> list[object]:
 
 @pytest.fixture
 def many_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(listing_cache, "PROCESS_BYTES", 0)  # these small files count as many bytes
+    monkeypatch.setattr(session_dirs, "PROCESS_BYTES", 0)  # these small files count as many bytes
 
 
 def _cpus() -> int:
@@ -79,7 +80,7 @@ def test_threads_read_what_is_left_when_the_processes_die(tmp_path: Path, many_b
 def test_a_small_listing_starts_no_process(tmp_path: Path) -> None:
     paths = _sessions(tmp_path, 6)
     size = sum(p.stat().st_size for p in paths)
-    assert size < listing_cache.PROCESS_BYTES
+    assert size < session_dirs.PROCESS_BYTES
     described = read_files(paths, size, processes=True)
     next(described)
     assert not multiprocessing.active_children()

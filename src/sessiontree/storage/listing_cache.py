@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,11 +21,13 @@ import msgspec
 from sessiontree.storage import _fileio
 from sessiontree.storage.cache_dir import CACHE_ENV, default_cache_dir
 from sessiontree.storage.session_dirs import (
+    PROCESS_BYTES,
     SessionInfo,
     build_session_info,
     get_default_session_dir,
     get_sessions_root,
     list_session_files,
+    read_files,
     resolve_cwd,
 )
 
@@ -258,48 +260,6 @@ class Catalogue:
         except OSError:
             return
         self._dirty = False
-
-
-PROCESS_BYTES = 64 << 20
-"""Files to read of at least this many bytes in all are read in processes when a caller allows it."""
-
-
-def read_files(
-    paths: list[Path], size: int, *, workers: int = 10, processes: bool = False
-) -> Iterator[SessionInfo | None]:
-    """``build_session_info`` of every path, in order: in ``workers`` threads (the files are read while other
-    threads decode), or with ``processes`` and ``size`` (their bytes) of at least ``PROCESS_BYTES``, in a
-    process per CPU (decoding is Python's work, which threads of one process take turns at). Where processes
-    cannot be started, or one dies, the files not described yet are read in threads.
-
-    Processes are started afresh (``spawn``): they import the main module again, which a script must guard
-    with ``if __name__ == "__main__"`` (the command line does; it is why the library's default is threads).
-    """
-    done = 0
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if processes and cpus > 1 and size >= PROCESS_BYTES and len(paths) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            pool = ProcessPoolExecutor(min(cpus, 8), mp_context=multiprocessing.get_context("spawn"))
-        except (OSError, ValueError, ImportError, NotImplementedError):  # no processes here: threads
-            pool = None
-        if pool is not None:
-            try:
-                for info in pool.map(build_session_info, paths, chunksize=4):
-                    done += 1
-                    yield info
-                return
-            except (BrokenProcessPool, OSError):  # a process died (killed, out of memory): threads go on
-                pass
-            finally:  # also when the caller stops early (Ctrl+C): the files not started are not read
-                pool.shutdown(wait=True, cancel_futures=True)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
-        yield from threads.map(build_session_info, paths[done:])
 
 
 def session_dirs(

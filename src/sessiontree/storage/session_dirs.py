@@ -17,6 +17,7 @@ from sessiontree.format.ids import parse_iso_ms
 from sessiontree.storage.listed_lines import listed_parts
 
 __all__ = [
+    "PROCESS_BYTES",
     "SessionInfo",
     "SessionInfoBuilder",
     "build_session_info",
@@ -26,6 +27,7 @@ __all__ = [
     "get_default_session_dir",
     "get_sessions_root",
     "list_session_files",
+    "read_files",
     "read_header",
     "session_file_name",
 ]
@@ -260,7 +262,7 @@ class SessionInfoBuilder:
     def add_line(self, line: bytes) -> None:
         """``add`` of the entry on ``line`` (a line that is not JSON is skipped), without decoding what a
         listing does not show (``listed_lines``); the same result as ``add(loads(line))``."""
-        parts = listed_parts(line, self.keep_texts or self.first_message is None)
+        parts = listed_parts(line, self._takes_text())
         if parts is None:
             try:
                 entry = _json.loads(line)
@@ -270,8 +272,12 @@ class SessionInfoBuilder:
         else:
             self.take(*parts)
 
+    def _takes_text(self) -> bool:
+        """Whether a user or assistant message's text is still taken (every one, or until the first)."""
+        return self.keep_texts or self.first_message is None
+
     def _wants_text(self, role: Any) -> bool:
-        return role in ("user", "assistant") and (self.keep_texts or self.first_message is None)
+        return role in ("user", "assistant") and self._takes_text()
 
     def take(
         self,
@@ -385,6 +391,48 @@ def build_session_info(path: Path) -> SessionInfo | None:
         return None
 
 
+PROCESS_BYTES = 64 << 20
+"""Files to read of at least this many bytes in all are read in processes when a caller allows it."""
+
+
+def read_files(
+    paths: list[Path], size: int, *, workers: int = 10, processes: bool = False
+) -> Iterator[SessionInfo | None]:
+    """``build_session_info`` of every path, in order: in ``workers`` threads (the files are read while other
+    threads decode), or with ``processes`` and ``size`` (their bytes) of at least ``PROCESS_BYTES``, in a
+    process per CPU (decoding is Python's work, which threads of one process take turns at). Where processes
+    cannot be started, or one dies, the files not described yet are read in threads.
+
+    Processes are started afresh (``spawn``): they import the main module again, which a script must guard
+    with ``if __name__ == "__main__"`` (the command line does; it is why the library's default is threads).
+    """
+    done = 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if processes and cpus > 1 and size >= PROCESS_BYTES and len(paths) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            pool = ProcessPoolExecutor(min(cpus, 8), mp_context=multiprocessing.get_context("spawn"))
+        except (OSError, ValueError, ImportError, NotImplementedError):  # no processes here: threads
+            pool = None
+        if pool is not None:
+            try:
+                for info in pool.map(build_session_info, paths, chunksize=4):
+                    done += 1
+                    yield info
+                return
+            except (BrokenProcessPool, OSError):  # a process died (killed, out of memory): threads go on
+                pass
+            finally:  # also when the caller stops early (Ctrl+C): the files not started are not read
+                pool.shutdown(wait=True, cancel_futures=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+        yield from threads.map(build_session_info, paths[done:])
+
+
 def list_session_files(directory: Path) -> list[Path]:
     """The ``*.jsonl`` files directly in ``directory`` (none when it does not exist), sorted by name."""
     try:
@@ -410,19 +458,16 @@ def collect_session_infos(
     files: list[Path], on_progress: ProgressCallback | None = None, cwd_filter: str | None = None
 ) -> list[SessionInfo]:
     """Describe ``files`` (at most 10 at a time, as pi), newest ``modified`` first."""
-    from concurrent.futures import ThreadPoolExecutor
-
     infos: list[SessionInfo] = []
     total = len(files)
-    with ThreadPoolExecutor(max_workers=10) as pool:
-        for done, info in enumerate(pool.map(build_session_info, files), start=1):
-            if on_progress is not None:
-                on_progress(done, total)
-            if info is None:
-                continue
-            if cwd_filter is not None and resolve_cwd(info.cwd or ".") != cwd_filter:
-                continue
-            infos.append(info)
+    for done, info in enumerate(read_files(files, 0), start=1):
+        if on_progress is not None:
+            on_progress(done, total)
+        if info is None:
+            continue
+        if cwd_filter is not None and resolve_cwd(info.cwd or ".") != cwd_filter:
+            continue
+        infos.append(info)
     infos.sort(key=lambda i: i.modified, reverse=True)
     return infos
 
