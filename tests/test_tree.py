@@ -260,3 +260,78 @@ def test_a_duplicate_cycle_is_reported_by_its_first_entry() -> None:
     tree.get_tree()
     tree.path_to_root(4)
     assert [p.kind for p in tree.problems] == ["cycle"]
+
+
+def _random_entries(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    """Mostly runs of consecutive links with branches back, and now and then a parent that comes later, is
+    missing, empty, the entry itself or null; timestamps that tie, so siblings keep their order."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        roll = rng.random()
+        if i == 0 or roll < 0.03:
+            parent: str | None = None
+        elif roll < 0.06:
+            parent = rng.choice(["missing", "", f"n{i}", f"n{min(n - 1, i + rng.randint(1, 5))}"])
+        elif roll < 0.25:
+            parent = f"n{rng.randrange(i)}"
+        else:
+            parent = f"n{i - 1}"
+        out.append(e(f"n{i}", parent, f"2025-01-01T00:00:{rng.randint(0, 9):02d}.000Z"))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_tree_of_ordered_parents_is_the_tree_of_the_walk(seed: int, tmp_path: Path) -> None:
+    """A store's ``ordered_parents`` (the runs' starts and their parents, no id map, no walk) gives the very
+    tree the walk that looks for cycles gives, and leaves any tree it cannot prove ordered to that walk."""
+    rng = random.Random(seed)
+    entries = _random_entries(rng, rng.choice([5, 40, 300]))
+    if seed % 3 == 0:  # no odd parents at all: the ordered construction must be taken
+        entries = [e(x["id"], x["parentId"] if x["parentId"] in {y["id"] for y in entries[:k]} else None)
+                   for k, x in enumerate(entries)]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [HEADER, *entries]))
+    labels = {f"n{k}": (f"L{k}", None) for k in range(0, len(entries), 7)}
+    for store in (JsonlStore.open(path, read_only=True), MemoryStore(HEADER, entries)):
+        ordered = store.ordered_parents()
+        if seed % 3 == 0:
+            assert ordered is not None
+        fast = TreeIndex(store)
+        got = preorder(fast.get_tree(labels))
+        cycles = fast.find_cycles()
+        store.ordered_parents = lambda: None  # type: ignore[method-assign]
+        walked = TreeIndex(store)
+        assert got == preorder(walked.get_tree(labels))
+        assert cycles == walked.find_cycles() and fast.problems == walked.problems
+        if ordered is not None:
+            assert walked.problems == []  # proven ordered: there was no cycle to find
+            assert all(p < s for s, p in zip(*ordered, strict=True))
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_a_path_asked_before_its_awaited_parent_arrives_is_walked_again(kind: str, tmp_path: Path) -> None:
+    """The path to an entry whose parent is missing is cached as a root's; appending that parent later must
+    re-point it, even when nothing asked for the whole tree in between (which once computed the awaited
+    ids as a side effect)."""
+    entries = [e("a", None), e("o", "later")]
+    if kind == "memory":
+        store: Any = MemoryStore(HEADER, entries)
+    else:
+        path = tmp_path / "s.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in [HEADER, *entries]))
+        store = JsonlStore.open(path)
+    tree = TreeIndex(store)
+    assert tree.path_to_root(1) == [1]
+    store.append(e("later", "a"))
+    tree.on_append(2)
+    assert tree.path_to_root(1) == [0, 2, 1]
+    store.append(e("c", "o"))
+    tree.on_append(3)
+    assert tree.path_to_root(3) == [0, 2, 1, 3]
+    store.append(e("d", "gone"))  # awaits an id of its own
+    tree.on_append(4)
+    assert tree.path_to_root(4) == [4]
+    store.append(e("gone", "c"))
+    tree.on_append(5)
+    assert tree.path_to_root(4) == [0, 2, 1, 3, 5, 4]
+    store.close()

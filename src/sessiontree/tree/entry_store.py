@@ -233,6 +233,12 @@ class EntryStore(ABC):
         (position 0 always): where the runs of consecutive parent links start."""
         return [i for i in range(start, len(self)) if i == 0 or self.parent_at(i) != self.id_at(i - 1)]
 
+    def missing_parents(self) -> set[str]:
+        """The parent ids (null aside) that no entry of the store has: entries awaiting them are roots until
+        one is appended. Only a run's start can have one (any other entry's parent is the entry before)."""
+        parents = {self.parent_at(i) for i in self.run_starts()}
+        return {p for p in parents if p is not None and self.index_of(p) is None}
+
     def ids_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
         """The ids of the positions ``range(start, stop)`` of every run, in order."""
         return [self.id_at(i) for start, stop in runs for i in range(start, stop)]
@@ -399,6 +405,11 @@ class IndexedStore(EntryStore):
         breaks = self._breaks
         return breaks[bisect_left(breaks, start) :] if start else list(breaks)
 
+    def missing_parents(self) -> set[str]:
+        parents = self._parents
+        wanted = {parents[i] for i in self._breaks}
+        return {p for p in wanted if p is not None and not self.has_id(p)}
+
     def ids_in(self, runs: Iterable[tuple[int, int]]) -> list[str]:
         ids = self._ids
         out: list[str] = []
@@ -412,6 +423,26 @@ class IndexedStore(EntryStore):
         for start, stop in runs:
             out += types[start:stop]
         return out
+
+    def ordered_parents(self) -> tuple[list[int], list[int]] | None:
+        # only the runs' starts have a parent that is not the entry before: each is looked for just before
+        # its run (no id map is built); a parent at or after its child leaves the tree to the walk that
+        # looks for cycles
+        if self._duplicates:
+            return None
+        starts = self.run_starts()
+        parents = self._parents
+        found: list[int] = []
+        for start in starts:
+            parent = parents[start]
+            j = None if parent is None or parent == "" else self.index_before(parent, start)
+            if j is None:  # no parent, an empty one (which ends a walk, as in pi) or one not in the store
+                found.append(-1)
+            elif j >= start:
+                return None
+            else:
+                found.append(j)
+        return starts, found
 
     def parent_positions(self, start: int = 0) -> list[int]:
         parents = self._parents[start : len(self._ids)]

@@ -116,7 +116,7 @@ class TreeIndex:
         self._reported: set[tuple[str, str]] = set()
         self._generation = store.generation
         self._ppos: list[int] | None = None
-        self._dangling: set[str | None] = set()
+        self._dangling: set[str | None] | None = None  # parent ids not in the store; None: not asked yet
         # The path to the last leaf asked for, as runs of consecutive positions (a cache: the next leaf is
         # usually a child of it), and the number of entries it was computed over.
         self._last_runs: list[tuple[int, int]] = []
@@ -136,6 +136,7 @@ class TreeIndex:
         if self._generation != self.store.generation:
             self._generation = self.store.generation
             self._invalidate()
+            self._dangling = None
             self._run_starts, self._runs_upto = [], 0
             self._known = len(self.store)
             self._times = {}
@@ -147,18 +148,26 @@ class TreeIndex:
         if self._known == i:
             self._known = i + 1
         entry_id = store.id_at(i)
-        if store.is_duplicate(entry_id) or entry_id in self._dangling:
+        if store.is_duplicate(entry_id) or entry_id in self._awaited():
             self._invalidate()  # a reused or awaited id re-points existing edges: rebuild lazily
+            self._dangling = None
             return
+        parent = store.parent_at(i)
+        if parent and store.index_before(parent, i) is None:
+            self._awaited().add(parent)
         if self._ppos is not None:
             if len(self._ppos) == i:
                 self._ppos.extend(store.parent_positions(i))
-                if self._ppos[i] < 0 and store.parent_at(i):
-                    self._dangling.add(store.parent_at(i))
             else:
                 self._ppos = None
         if self._children is not None:
             self._children.setdefault(store.parent_at(i), []).append(i)
+
+    def _awaited(self) -> set[str | None]:
+        """Parent ids that no entry has yet (appending one re-points the entries that name it)."""
+        if self._dangling is None:
+            self._dangling = set(self.store.missing_parents())
+        return self._dangling
 
     def _parent_positions(self) -> list[int]:
         ppos = self._ppos
@@ -211,6 +220,7 @@ class TreeIndex:
         runs = self._walk_runs(i)
         if runs is None:  # duplicated ids, an entry with the id "", or a parent after its child
             runs = _as_runs(self._walk_positions(i))
+        self._awaited()  # known before any append: an awaited id arriving makes the cached path stale
         self._last_runs, self._last_max = runs, max(stop for _, stop in runs) - 1
         return list(runs)
 
@@ -277,6 +287,8 @@ class TreeIndex:
     def find_cycles(self) -> list[list[int]]:
         """Every parent cycle (positions, in walk order), each reported once as a ``cycle`` problem."""
         self._check_generation()
+        if self.store.ordered_parents() is not None:  # every parent before its child: no cycle to find
+            return []
         ppos = self._parent_positions()
         state = bytearray(len(ppos))  # 0 unseen, 1 on the current walk, 2 finished
         cycles: list[list[int]] = []
