@@ -193,3 +193,45 @@ def test_raw_views_at_give_each_line_in_any_order(tmp_path: Path, monkeypatch: p
     with pytest.raises(IndexError):
         store.raw_views_at([0, n])
     store.close()
+
+
+def test_line_runs_at_give_each_line_and_only_line_endings_between(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``line_runs_at`` (what ``tree --active`` decodes many lines of at once) gives every position's exact
+    line, in the order asked, as runs that hold nothing but line endings between their lines: a bad line,
+    a gap in the positions or the read size ends a run; any other order gives a line per block."""
+    from sessiontree.storage import jsonl_reads
+    from sessiontree.tree.entry_store import EntryStore
+
+    store = _many_parts(tmp_path)
+    monkeypatch.setattr(jsonl_reads, "_READ_BYTES", 700)
+    n = len(store)
+    one_by_one = [store.raw_at(i) for i in range(n)]
+    rng = random.Random(4)
+    cases = [
+        list(range(n)),
+        [0],
+        [n - 1],
+        list(range(0, n, 3)),
+        [0, 0, 7, n - 1],
+        list(reversed(range(n))),
+        rng.sample(range(n), 60),
+        sorted(rng.sample(range(n), 120)),
+    ]
+    for positions in cases:
+        blocks = list(store.line_runs_at(positions))
+        lines = [bytes(block[a:b]) for block, spans in blocks for a, b in spans]
+        assert lines == [one_by_one[i] for i in positions]
+        for block, spans in blocks:
+            assert spans[0][0] == 0 and spans[-1][1] == len(block)
+            assert all(set(block[b:c]) <= {0x0A, 0x0D} for (_, b), (c, _) in pairwise(spans))
+            assert len(spans) == 1 or len(block) <= 700
+        if positions == list(range(n)):
+            assert 1 < len(blocks) < n // 3  # many lines a block, cut at the bad line and the read size
+        if positions != sorted(set(positions)):
+            assert all(len(spans) == 1 for _, spans in blocks)
+    assert list(store.line_runs_at([])) == []
+    generic = list(EntryStore.line_runs_at(store, [3, 1]))  # the base class: one line per block
+    assert generic == [(one_by_one[3], [(0, len(one_by_one[3]))]), (one_by_one[1], [(0, len(one_by_one[1]))])]
+    store.close()

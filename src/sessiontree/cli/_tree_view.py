@@ -16,6 +16,7 @@ from sessiontree.tree.views import (
     TreeRow,
     connector_prefix,
     decode_for_preview,
+    decode_run_for_preview,
     entry_preview,
     entry_role,
     tree_rows,
@@ -166,7 +167,12 @@ def _path_entries(store: EntryStore, positions: list[int], chunk: int = 8192) ->
     """The entries at store ``positions`` decoded for previews, read a chunk at a time (a path of 100,000
     entries costs a few hundred kilobytes at once, not the whole file)."""
     for start in range(0, len(positions), chunk):
-        yield from map(decode_for_preview, store.raw_views_at(positions[start : start + chunk]))
+        part = positions[start : start + chunk]
+        types = store.types_at(part)
+        done = 0
+        for block, spans in store.line_runs_at(part):
+            yield from decode_run_for_preview(block, spans, types[done : done + len(spans)])
+            done += len(spans)
 
 
 def _path_lines(

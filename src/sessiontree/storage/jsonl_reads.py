@@ -133,25 +133,32 @@ class JsonlReads(IndexedStore):
         if not positions:
             return
         starts, ends = self._table.span_lists(positions)
-        # a new group where the gap to the line before is too wide, or the group would get too long
-        cuts = [0, *compress(range(1, len(starts)), map(gt, map(sub, starts[1:], ends), repeat(_READ_GAP)))]
-        cuts.append(len(starts))
-        for a, b in pairwise(cuts):
-            while a < b:
-                stop = min(b, max(a + 1, bisect_right(ends, starts[a] + _READ_BYTES, a, b)))
-                low, high = starts[a], ends[stop - 1]
-                blob = memoryview(self._read_range(low, high)).toreadonly()
-                views = list(
-                    map(
-                        blob.__getitem__,
-                        map(
-                            slice, map(sub, starts[a:stop], repeat(low)), map(sub, ends[a:stop], repeat(low))
-                        ),
-                    )
+        for a, stop in _groups(starts, ends, _READ_GAP):
+            low, high = starts[a], ends[stop - 1]
+            blob = memoryview(self._read_range(low, high)).toreadonly()
+            views = list(
+                map(
+                    blob.__getitem__,
+                    map(slice, map(sub, starts[a:stop], repeat(low)), map(sub, ends[a:stop], repeat(low))),
                 )
-                yield positions[a:stop], views
-                del views, blob
-                a = stop
+            )
+            yield positions[a:stop], views
+            del views, blob
+
+    def line_runs_at(self, positions: Sequence[int]) -> Iterator[tuple[bytes, list[tuple[int, int]]]]:
+        # lines with only their line ending between them (2 bytes at most: CRLF), each run one read
+        if not positions:
+            return
+        if not all(map(lt, positions, islice(positions, 1, None))):  # not in file order: a line at a time
+            for view in self.raw_views_at(positions):
+                yield bytes(view), [(0, len(view))]
+            return
+        starts, ends = self._table.span_lists(positions)
+        for a, stop in _groups(starts, ends, 2):
+            low = starts[a]
+            block = self._read_range(low, ends[stop - 1])
+            lows = repeat(low)
+            yield block, list(zip(map(sub, starts[a:stop], lows), map(sub, ends[a:stop], lows), strict=True))
 
     def raw_views_at(self, positions: Sequence[int]) -> list[memoryview]:
         """The lines at ``positions``; lines close to each other in the file share one read, so a few
@@ -303,3 +310,16 @@ class JsonlReads(IndexedStore):
             body_cache.save(self._path, self._rfd, st, {*decoded, *used}, self.raw_views_at, fresh)
         except (OSError, SessionError):  # a file that shrank or went away meanwhile: nothing to keep
             return
+
+
+def _groups(starts: list[int], ends: list[int], gap: int) -> Iterator[tuple[int, int]]:
+    """``(a, stop)`` index ranges of the lines spanning ``starts[k]:ends[k]`` (ascending) to read together:
+    a new range where the gap to the line before is wider than ``gap``, or the range would pass
+    ``_READ_BYTES`` (a single longer line is a range of its own)."""
+    cuts = [0, *compress(range(1, len(starts)), map(gt, map(sub, starts[1:], ends), repeat(gap)))]
+    cuts.append(len(starts))
+    for a, b in pairwise(cuts):
+        while a < b:
+            stop = min(b, max(a + 1, bisect_right(ends, starts[a] + _READ_BYTES, a, b)))
+            yield a, stop
+            a = stop

@@ -220,6 +220,13 @@ class EntryStore(ABC):
         decoders that take any buffer; valid while the result is referenced."""
         return self.raws_at(positions)
 
+    def line_runs_at(self, positions: Sequence[int]) -> Iterator[tuple[bytes, list[tuple[int, int]]]]:
+        """The lines at ``positions``, in that order, as blocks, each with the ``(start, end)`` of its lines in it:
+        a block holds lines with nothing but line endings between them (here: one line per block; a file
+        store reads runs of neighbouring lines at once), for decoders of many values per call."""
+        for raw in self.raws_at(positions):
+            yield raw, [(0, len(raw))]
+
     def types_at(self, positions: Iterable[int]) -> list[str]:
         """``[type_at(i) for i in positions]``, done in one call (cheap for long paths)."""
         return [self.type_at(i) for i in positions]

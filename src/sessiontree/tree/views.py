@@ -18,6 +18,7 @@ __all__ = [
     "TreeRow",
     "connector_prefix",
     "decode_for_preview",
+    "decode_run_for_preview",
     "entry_preview",
     "entry_role",
     "message_text",
@@ -190,6 +191,41 @@ def decode_for_preview(raw: bytes | memoryview) -> Any:
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             pass  # an odd shape or a value nested past msgspec's depth: the general path takes any JSON
     return _json.loads(raw)
+
+
+def decode_run_for_preview(block: bytes, spans: Sequence[tuple[int, int]], types: Sequence[str]) -> list[Any]:
+    """``decode_for_preview`` of each line ``block[start:end]`` (with ``types``, the entries' types), a run of
+    neighbouring message lines decoded by one call where they take the light record (a block holds nothing
+    but line endings between its lines: ``EntryStore.line_runs_at``)."""
+    out: list[Any] = []
+    view = memoryview(block)
+    n, k = len(spans), 0
+    while k < n:
+        j = k
+        while j < n and types[j] == "message":
+            j += 1
+        if j - k > 1:
+            out += _message_run(block, view, spans[k:j])
+            k = j
+        else:
+            j = max(j, k + 1)
+            out += [decode_for_preview(view[a:b]) for a, b in spans[k:j]]
+            k = j
+    return out
+
+
+def _message_run(block: bytes, view: memoryview, spans: Sequence[tuple[int, int]]) -> list[Any]:
+    try:
+        records = _preview_decoder.decode_lines(view[spans[0][0] : spans[-1][1]])
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        records = []  # one line of another shape: each line by itself
+    if len(records) != len(spans):
+        return [decode_for_preview(view[a:b]) for a, b in spans]
+    # a message line that does not start as pi writes it becomes a dict, as ``decode_for_preview`` makes it
+    return [
+        record if block.startswith(_MESSAGE_LINE, a) else decode_for_preview(view[a:b])
+        for record, (a, b) in zip(records, spans, strict=True)
+    ]
 
 
 _RECORDS = (dict, _Block, _Message, _MessageEntry)
