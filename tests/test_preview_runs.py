@@ -134,3 +134,65 @@ def test_a_run_given_odd_spans_of_one_block() -> None:
     assert got == [decode_for_preview(block[a:b]) for a, b in spans]
     assert isinstance(got[2], dict) and not isinstance(got[0], dict)
     assert decode_run_for_preview(b"", [], []) == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"limit": 7},
+        {"limit": 0},
+        {"depth": 0},
+        {"depth": 1, "limit": 40},
+        {"width": 30},
+    ],
+)
+def test_tree_lines_read_in_batches_print_what_one_read_per_row_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    """``sessiontree tree`` decodes the previews of a batch of rows in file order (``_prefetched``): the lines
+    are those of one read per row, over branches, odd lines and a batch smaller than the tree; with the
+    batches, no row of the file store reads its line alone."""
+    from sessiontree import SessionManager
+    from sessiontree.cli import _tree_view
+    from sessiontree.cli._common import Styler
+
+    path = tmp_path / "s.jsonl"
+    lines = _lines()
+    for k in range(5, len(lines), 9):  # branches: now and then a parent further back
+        if lines[k].startswith(b'{"type":"message","id":"e') and lines[k].endswith(b"}"):
+            entry = json.loads(lines[k])
+            entry["parentId"] = f"e{max(0, int(entry['id'][1:]) - 4)}"
+            lines[k] = dumps_bytes(entry)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(_tree_view, "_PREVIEW_BATCH", 16)
+    manager = SessionManager.open(path, read_only=True)
+    try:
+        tree_options = _tree_view.TreeOptions(**options)
+        style = Styler(False)
+        store = manager.index.store
+        alone = 0
+        real_raw_at = store.raw_at
+
+        def counted(i: int) -> bytes:
+            nonlocal alone
+            alone += 1
+            return real_raw_at(i)
+
+        monkeypatch.setattr(store, "raw_at", counted)
+        batched = list(_tree_view.tree_lines(manager, tree_options, style))
+        assert alone == 0
+        real_prefetched = _tree_view._prefetched
+
+        def one_by_one(*args: Any) -> Any:
+            for row, folded, _ in real_prefetched(*args):
+                yield row, folded, {}
+
+        monkeypatch.setattr(_tree_view, "_prefetched", one_by_one)
+        assert batched == list(_tree_view.tree_lines(manager, tree_options, style))
+        assert alone > 0 or options.get("limit") == 0
+        assert len(batched) > (options.get("limit") or 0)
+        if not options:
+            assert any("├─" in line for line in batched)  # a tree with branches
+    finally:
+        manager.close()

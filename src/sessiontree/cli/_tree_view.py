@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["TreeOptions", "tree_json", "tree_lines"]
 
 _ID_CELLS = 24
+_PREVIEW_BATCH = 4096  # rows whose entries are decoded together (a few megabytes of lines at most)
 _LABEL_CELLS = 30
 _JSON_PREVIEW_CELLS = 120
 
@@ -91,8 +93,9 @@ def _max_levels(width: int) -> int:
     return max(2, width // 9)  # branch lines take at most a third of the width
 
 
-def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
-    """The row's id and its entry decoded for the preview only (no full decode, nothing cached)."""
+def _previewed(manager: SessionManager, row: TreeRow, decoded: dict[int, Any]) -> tuple[str, Any]:
+    """The row's id and its entry decoded for the preview only (no full decode, nothing cached); ``decoded``:
+    entries already decoded so, by store position (``_prefetched``)."""
     node = row.node
     entry_id = getattr(node, "id", None)
     store = _local_store(manager)
@@ -100,7 +103,8 @@ def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
     if store is not None and position is None and isinstance(entry_id, str):
         position = store.index_of(entry_id)
     if store is not None and isinstance(entry_id, str) and isinstance(position, int):
-        return entry_id, decode_for_preview(store.raw_at(position))
+        found = decoded.get(position)
+        return entry_id, decode_for_preview(store.raw_at(position)) if found is None else found
     entry = row.entry
     raw_id = entry.get("id")
     return (raw_id if isinstance(raw_id, str) else repr(raw_id)), entry
@@ -113,8 +117,9 @@ def _line(
     active: set[str],
     options: TreeOptions,
     style: Styler,
+    decoded: dict[int, Any],
 ) -> str:
-    entry_id, entry = _previewed(manager, row)
+    entry_id, entry = _previewed(manager, row, decoded)
     on_path = entry_id in active
     marker = "●" if entry_id == leaf else ("•" if on_path else " ")
     prefix = connector_prefix(row.guides, row.branch_start, _max_levels(options.width))
@@ -161,6 +166,29 @@ def _visible(rows: list[TreeRow], options: TreeOptions, active: set[str]) -> Ite
             j += 1
         yield row, j - i
         i = j
+
+
+def _prefetched(
+    manager: SessionManager, pairs: Iterator[tuple[TreeRow, int]], limit: int | None
+) -> Iterator[tuple[TreeRow, int, dict[int, Any]]]:
+    """``pairs`` (rows to draw, see ``_visible``), each with the entries of its batch decoded for previews:
+    the lines of a batch of rows are read in file order, nearby ones at once, instead of one read per row
+    (a batch stops at the row after ``limit``, so a short listing decodes no more)."""
+    store = _local_store(manager)
+    taken = 0
+    while True:
+        size = _PREVIEW_BATCH if limit is None else max(1, min(_PREVIEW_BATCH, limit + 1 - taken))
+        batch = list(islice(pairs, size))
+        if not batch:
+            return
+        decoded: dict[int, Any] = {}
+        if store is not None:
+            found = {getattr(row.node, "index", None) for row, folded in batch if not folded}
+            positions = sorted(p for p in found if isinstance(p, int) and 0 <= p < len(store))
+            decoded = dict(zip(positions, _path_entries(store, positions), strict=True))
+        for row, folded in batch:
+            yield row, folded, decoded
+        taken += len(batch)
 
 
 def _path_entries(store: EntryStore, positions: list[int], chunk: int = 8192) -> Iterator[Any]:
@@ -226,7 +254,8 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
     leaf = manager.get_leaf_id()
     active = set(_path_ids(manager))
     consumed = 0
-    for shown, (row, folded) in enumerate(_visible(rows, options, active)):
+    visible = _prefetched(manager, _visible(rows, options, active), options.limit)
+    for shown, (row, folded, decoded) in enumerate(visible):
         if options.limit is not None and shown >= options.limit:
             rest = len(rows) - consumed
             yield style(
@@ -236,7 +265,7 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
         if folded:
             yield _fold(row, folded, options.depth or 0, options, style)
         else:
-            yield _line(manager, row, leaf, active, options, style)
+            yield _line(manager, row, leaf, active, options, style, decoded)
         consumed += folded or 1
     yield from _summary(manager, f"{len(manager.index)} entries")
 
