@@ -196,3 +196,33 @@ def test_tree_lines_read_in_batches_print_what_one_read_per_row_prints(
             assert any("├─" in line for line in batched)  # a tree with branches
     finally:
         manager.close()
+
+
+def test_a_batch_of_tree_rows_holds_their_previews_not_their_entries(tmp_path: Path) -> None:
+    """A batch of rows keeps each entry only while its preview is made: 300 tool results of 100 KB (30 MB of
+    lines, one batch) are drawn within a few megabytes of Python memory."""
+    import tracemalloc
+
+    from sessiontree import SessionManager
+    from sessiontree.cli import _tree_view
+    from sessiontree.cli._common import Styler
+
+    big = "x" * 100_000
+    out = [dumps_bytes(HEADER)]
+    for n in range(300):
+        message = {"role": "toolResult", "toolName": "read", "content": [{"type": "text", "text": f"{n} {big}"}]}
+        out.append(dumps_bytes(_entry(n, message=message)))
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(out) + b"\n")
+    manager = SessionManager.open(path, read_only=True)
+    try:
+        tracemalloc.start()
+        try:
+            lines = list(_tree_view.tree_lines(manager, _tree_view.TreeOptions(), Styler(False)))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    finally:
+        manager.close()
+    assert len(lines) > 300 and "read: 299 xxx" in lines[299]
+    assert peak < 8_000_000, peak

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["TreeOptions", "tree_json", "tree_lines"]
 
 _ID_CELLS = 24
-_PREVIEW_BATCH = 4096  # rows whose entries are decoded together (a few megabytes of lines at most)
+_PREVIEW_BATCH = 4096  # rows whose entries are read and previewed together
 _LABEL_CELLS = 30
 _JSON_PREVIEW_CELLS = 120
 
@@ -93,9 +94,8 @@ def _max_levels(width: int) -> int:
     return max(2, width // 9)  # branch lines take at most a third of the width
 
 
-def _previewed(manager: SessionManager, row: TreeRow, decoded: dict[int, Any]) -> tuple[str, Any]:
-    """The row's id and its entry decoded for the preview only (no full decode, nothing cached); ``decoded``:
-    entries already decoded so, by store position (``_prefetched``)."""
+def _previewed(manager: SessionManager, row: TreeRow) -> tuple[str, Any]:
+    """The row's id and its entry decoded for the preview only (no full decode, nothing cached)."""
     node = row.node
     entry_id = getattr(node, "id", None)
     store = _local_store(manager)
@@ -103,11 +103,28 @@ def _previewed(manager: SessionManager, row: TreeRow, decoded: dict[int, Any]) -
     if store is not None and position is None and isinstance(entry_id, str):
         position = store.index_of(entry_id)
     if store is not None and isinstance(entry_id, str) and isinstance(position, int):
-        found = decoded.get(position)
-        return entry_id, decode_for_preview(store.raw_at(position)) if found is None else found
+        return entry_id, decode_for_preview(store.raw_at(position))
     entry = row.entry
     raw_id = entry.get("id")
     return (raw_id if isinstance(raw_id, str) else repr(raw_id)), entry
+
+
+_Decor = tuple[str, str, str, int]
+_Shown = tuple[str, _Decor, str]
+"""A row's entry id, ``_decor`` and preview, made before the row is drawn (``_prefetched``)."""
+
+
+def _decor(row: TreeRow, entry_id: str, options: TreeOptions) -> _Decor:
+    """The row's branch lines, shown id and label, and the cells left for its preview."""
+    prefix = connector_prefix(row.guides, row.branch_start, _max_levels(options.width))
+    shown_id = (
+        entry_id
+        if len(entry_id) <= 16 and entry_id.isalnum()
+        else cut_to_width(safe_text(entry_id), _ID_CELLS)
+    )
+    label = f" [{one_line(row.label, _LABEL_CELLS)}]" if row.label else ""
+    used = cell_width(prefix) + 2 + cell_width(shown_id) + cell_width(label) + 1
+    return prefix, shown_id, label, max(1, options.width - used)
 
 
 def _line(
@@ -117,20 +134,17 @@ def _line(
     active: set[str],
     options: TreeOptions,
     style: Styler,
-    decoded: dict[int, Any],
+    previews: dict[int, _Shown],
 ) -> str:
-    entry_id, entry = _previewed(manager, row, decoded)
+    ready = previews.get(id(row))
+    if ready is not None:
+        entry_id, (prefix, shown_id, label, _), preview = ready
+    else:
+        entry_id, entry = _previewed(manager, row)
+        prefix, shown_id, label, room = _decor(row, entry_id, options)
+        preview = entry_preview(entry, line_width=room)
     on_path = entry_id in active
     marker = "●" if entry_id == leaf else ("•" if on_path else " ")
-    prefix = connector_prefix(row.guides, row.branch_start, _max_levels(options.width))
-    shown_id = (
-        entry_id
-        if len(entry_id) <= 16 and entry_id.isalnum()
-        else cut_to_width(safe_text(entry_id), _ID_CELLS)
-    )
-    label = f" [{one_line(row.label, _LABEL_CELLS)}]" if row.label else ""
-    used = cell_width(prefix) + 2 + cell_width(shown_id) + cell_width(label) + 1
-    preview = entry_preview(entry, line_width=max(1, options.width - used))
     if on_path:
         return f"{marker} {prefix}{style(shown_id, 'bold')}{style(label, 'yellow')} {preview}"
     return style(f"{marker} {prefix}{shown_id}", "dim") + style(label, "yellow") + " " + style(preview, "dim")
@@ -169,25 +183,36 @@ def _visible(rows: list[TreeRow], options: TreeOptions, active: set[str]) -> Ite
 
 
 def _prefetched(
-    manager: SessionManager, pairs: Iterator[tuple[TreeRow, int]], limit: int | None
-) -> Iterator[tuple[TreeRow, int, dict[int, Any]]]:
-    """``pairs`` (rows to draw, see ``_visible``), each with the entries of its batch decoded for previews:
-    the lines of a batch of rows are read in file order, nearby ones at once, instead of one read per row
-    (a batch stops at the row after ``limit``, so a short listing decodes no more)."""
+    manager: SessionManager, pairs: Iterator[tuple[TreeRow, int]], options: TreeOptions
+) -> Iterator[tuple[TreeRow, int, dict[int, _Shown]]]:
+    """``pairs`` (rows to draw, see ``_visible``), each with the previews of its batch (by ``id(row)``): the
+    lines of a batch of rows are read in file order, nearby ones at once, instead of one read per row, and
+    each entry is previewed as soon as it is decoded, so a batch holds its previews, not its entries (a batch
+    stops at the row after ``--limit``, so a short listing decodes no more)."""
     store = _local_store(manager)
+    limit = options.limit
     taken = 0
     while True:
         size = _PREVIEW_BATCH if limit is None else max(1, min(_PREVIEW_BATCH, limit + 1 - taken))
         batch = list(islice(pairs, size))
         if not batch:
             return
-        decoded: dict[int, Any] = {}
+        previews: dict[int, _Shown] = {}  # by id(row)
         if store is not None:
-            found = {getattr(row.node, "index", None) for row, folded in batch if not folded}
-            positions = sorted(p for p in found if isinstance(p, int) and 0 <= p < len(store))
-            decoded = dict(zip(positions, _path_entries(store, positions), strict=True))
+            wanted: list[tuple[int, TreeRow, str]] = []
+            for row, folded in batch:
+                position, entry_id = getattr(row.node, "index", None), getattr(row.node, "id", None)
+                if folded or not isinstance(position, int) or not isinstance(entry_id, str):
+                    continue
+                if 0 <= position < len(store):
+                    wanted.append((position, row, entry_id))
+            wanted.sort(key=itemgetter(0))
+            positions = [w[0] for w in wanted]
+            for (_, row, entry_id), entry in zip(wanted, _path_entries(store, positions), strict=True):
+                decor = _decor(row, entry_id, options)
+                previews[id(row)] = (entry_id, decor, entry_preview(entry, line_width=decor[3]))
         for row, folded in batch:
-            yield row, folded, decoded
+            yield row, folded, previews
         taken += len(batch)
 
 
@@ -254,8 +279,8 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
     leaf = manager.get_leaf_id()
     active = set(_path_ids(manager))
     consumed = 0
-    visible = _prefetched(manager, _visible(rows, options, active), options.limit)
-    for shown, (row, folded, decoded) in enumerate(visible):
+    visible = _prefetched(manager, _visible(rows, options, active), options)
+    for shown, (row, folded, previews) in enumerate(visible):
         if options.limit is not None and shown >= options.limit:
             rest = len(rows) - consumed
             yield style(
@@ -265,7 +290,7 @@ def tree_lines(manager: SessionManager, options: TreeOptions, style: Styler) -> 
         if folded:
             yield _fold(row, folded, options.depth or 0, options, style)
         else:
-            yield _line(manager, row, leaf, active, options, style, decoded)
+            yield _line(manager, row, leaf, active, options, style, previews)
         consumed += folded or 1
     yield from _summary(manager, f"{len(manager.index)} entries")
 
