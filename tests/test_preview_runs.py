@@ -210,7 +210,11 @@ def test_a_batch_of_tree_rows_holds_their_previews_not_their_entries(tmp_path: P
     big = "x" * 100_000
     out = [dumps_bytes(HEADER)]
     for n in range(300):
-        message = {"role": "toolResult", "toolName": "read", "content": [{"type": "text", "text": f"{n} {big}"}]}
+        message = {
+            "role": "toolResult",
+            "toolName": "read",
+            "content": [{"type": "text", "text": f"{n} {big}"}],
+        }
         out.append(dumps_bytes(_entry(n, message=message)))
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"\n".join(out) + b"\n")
