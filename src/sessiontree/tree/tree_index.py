@@ -153,7 +153,7 @@ class TreeIndex:
             self._dangling = None
             return
         parent = store.parent_at(i)
-        if parent and store.index_before(parent, i) is None:
+        if parent and not store.has_id(parent):
             self._awaited().add(parent)
         if self._ppos is not None:
             if len(self._ppos) == i:

@@ -204,13 +204,12 @@ def decode_run_for_preview(block: bytes, spans: Sequence[tuple[int, int]], types
         j = k
         while j < n and types[j] == "message":
             j += 1
-        if j - k > 1:
+        if j - k > 1:  # neighbouring message lines: one call
             out += _message_run(block, view, spans[k:j])
-            k = j
-        else:
-            j = max(j, k + 1)
-            out += [decode_for_preview(view[a:b]) for a, b in spans[k:j]]
-            k = j
+        else:  # a message alone, or another entry
+            j = k + 1
+            out.append(decode_for_preview(view[spans[k][0] : spans[k][1]]))
+        k = j
     return out
 
 
