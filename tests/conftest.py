@@ -175,12 +175,26 @@ SLOW_MODULES = frozenset(
 SLOW_FIXTURES = frozenset({"chromium", "postgres_server"})
 
 
+# The tests that take more than about 10 s each on this project's 2-core machine: run first, so that no worker
+# starts one while the others have run out of tests (a 40 s test begun last is 40 s of one core alone).
+LONG_TESTS = (
+    "tests/backends/test_sql_fuzz.py::test_a_longer_campaign_on_sqlite_with_big_rows",
+    "tests/backends/test_sql_fuzz.py::test_a_longer_campaign_on_postgresql",
+    "tests/agent/test_agent_crash.py::test_killed_runs_reopen_make_valid_requests_keep_what_was_acknowledged_and_resume",
+    "tests/property/test_store_fuzz.py::test_mutated_pi_files_keep_the_store_promise",
+    "tests/test_suite_reports.py::test_captured_lone_surrogates_do_not_break_the_parallel_run",
+    "tests/backends/test_sql_faults.py::test_writers_killed_mid_transaction_leave_whole_turns",
+    "tests/test_bench_storage_smoke.py::test_quick_storage_run",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tests (see ``SLOW_MODULES``)."""
+    """Mark the slow tests (see ``SLOW_MODULES``); put the long ones first (``LONG_TESTS``)."""
     for item in items:
         module = item.path.relative_to(REPO_ROOT).as_posix() if item.path.is_relative_to(REPO_ROOT) else ""
         if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: not item.nodeid.split("[", 1)[0].endswith(LONG_TESTS))  # (a stable sort)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -142,6 +142,7 @@ def test_an_unreachable_registry_gives_the_reason_not_a_traceback(
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("needs node and npm to run build.sh")
     monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")  # nothing listens there
+    monkeypatch.setenv("SESSIONTREE_NPM_FETCH_RETRIES", "0")  # (a retry would wait about 20 s)
     monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
     found = prepare(tmp_path / "pi-js", build=True)
     assert isinstance(found, str)

@@ -9,6 +9,7 @@
 # DIR/npm with npm, then tools/pi_js/build.mjs writes DIR/session-bench.mjs, DIR/rpc-client.mjs and
 # DIR/exec-shim.mjs (and pi's TypeScript sources, from its source maps, under DIR/src for reading).
 # Idempotent: a second run with the same inputs only compares a stamp (well under a second).
+# npm retries a failed fetch once (SESSIONTREE_NPM_FETCH_RETRIES sets how many times; 0: fail at once).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,7 +46,7 @@ if ! cmp -s "$here/package.json" "$dir/npm/package.json" || [ ! -f "$dir/npm/.in
     log="$dir/npm/install.log"
     start=$(date +%s)
     if ! (cd "$dir/npm" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
-            --fetch-retries=1 --fetch-retry-maxtimeout=10000 --fetch-timeout=60000 >"$log" 2>&1); then
+            --fetch-retries="${SESSIONTREE_NPM_FETCH_RETRIES:-1}" --fetch-retry-maxtimeout=10000 --fetch-timeout=60000 >"$log" 2>&1); then
         tail -n 15 "$log" >&2 || true
         fail "npm install failed (log: $log): is the npm registry reachable from this machine?"
     fi
