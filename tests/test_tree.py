@@ -194,6 +194,22 @@ def test_labels_and_to_dict_shape() -> None:
     assert root.label is None and repr(root) == "TreeNode('a', children=1)"
 
 
+def test_tree_nodes_are_told_apart_by_identity_and_shown_briefly() -> None:
+    from rich.pretty import pretty_repr
+
+    store = MemoryStore(HEADER, [e("a", None), e("b", "a")])
+    tree = TreeIndex(store)
+    (first,), (again,) = tree.get_tree(), tree.get_tree()
+    assert first == first and first != again and first.id == again.id  # not equal by their fields
+    assert len({first, again, first.children[0], TreeNode(store, 0)}) == 4  # hashable, by identity
+    first.label = "kept"
+    assert (first.label, again.label) == ("kept", None)
+    with pytest.raises(AttributeError):
+        first.other = 1  # type: ignore[attr-defined]
+    # what rich's pretty printer shows is repr's brief form, not every field and the whole subtree
+    assert pretty_repr(first) == repr(first) == "TreeNode('a', children=1)"
+
+
 def test_incremental_index_matches_a_fresh_one() -> None:
     rnd = random.Random(7)
     store = MemoryStore(HEADER)

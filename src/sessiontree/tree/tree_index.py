@@ -10,11 +10,13 @@ import gc
 import math
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cmp_to_key
 from itertools import compress, islice, repeat
 from operator import attrgetter, eq
 from typing import Any
+
+import msgspec
 
 from sessiontree._bulk import bulk_allocation
 from sessiontree.format.ids import parse_iso_ms
@@ -23,17 +25,19 @@ from sessiontree.tree.entry_store import EntryStore, Problem
 __all__ = ["TreeIndex", "TreeNode", "preload_entries"]
 
 
-class TreeNode:
-    """One node of ``get_tree()``: an entry (decoded on first access), its children, its label."""
+class TreeNode(msgspec.Struct, eq=False):
+    """One node of ``get_tree()``: an entry (decoded on first access), its children, its label.
 
-    __slots__ = ("_store", "children", "index", "label", "label_timestamp")
+    ``TreeNode(store, index)``; nodes compare and hash by identity. A struct rather than a class with
+    ``__slots__`` because a tree of 100,000 entries makes 100,000 of them: msgspec builds one in C, in half
+    the time an ``__init__`` in Python takes (18 against 36 ms per 100,000 here).
+    """
 
-    def __init__(self, store: EntryStore, index: int) -> None:
-        self._store = store
-        self.index = index
-        self.children: list[TreeNode] = []
-        self.label: str | None = None
-        self.label_timestamp: str | None = None
+    _store: EntryStore
+    index: int
+    children: list[TreeNode] = msgspec.field(default_factory=list)
+    label: str | None = None
+    label_timestamp: str | None = None
 
     @property
     def entry(self) -> dict[str, Any]:
@@ -67,6 +71,12 @@ class TreeNode:
 
     def __repr__(self) -> str:
         return f"TreeNode({self.id!r}, children={len(self.children)})"
+
+    def __rich_repr__(self) -> Iterator[Any]:  # type: ignore[override]  # (rich also takes bare values)
+        """What rich's pretty printer shows: the id and the number of children, as ``repr`` does (a struct's
+        own would print every field, the store and the whole subtree)."""
+        yield self.id
+        yield "children", len(self.children)
 
 
 def preload_entries(roots: list[TreeNode]) -> None:
