@@ -129,6 +129,11 @@ class Conn:
         the lease heartbeat's, does not count: the caller must wait for it and open its own)."""
         return self._depth > 0 and self._owner == threading.get_ident()
 
+    def maintenance(self, sql: str, lock_wait: str) -> None:
+        """A statement that cannot run in a transaction (PostgreSQL's ``VACUUM``), on a connection of its own
+        outside any transaction, waiting at most ``lock_wait`` (``'2s'``) for a lock; only PostgreSQL has one."""
+        raise NotImplementedError
+
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
         """Around the statements of a large batch of writes (settings that suit them; none by default)."""
