@@ -382,3 +382,41 @@ def test_run_positions_many_is_one_by_one_in_any_order() -> None:
     assert _RunPositions([]).many([]) == []
     with pytest.raises(IndexError):
         _RunPositions([]).many([0, 1])
+
+
+def test_the_same_indexes_asked_again_are_answered_again_and_a_changed_list_is_looked_up() -> None:
+    """A context preloads its entries and then reads them with the same indexes: the second ``many`` is the
+    first's answer (a copy: changing it changes nothing), and a list changed in place since is answered anew."""
+    from sessiontree.tree.session_index import _RunPositions
+
+    positions = _RunPositions([(0, 5), (9, 12), (20, 30)])
+    indexes = [0, 4, 5, 7, 8, 17]
+    first = positions.many(indexes)
+    assert first == [0, 4, 9, 11, 20, 29]
+    first.append(99)
+    assert positions.many(indexes) == [0, 4, 9, 11, 20, 29]
+    indexes[1] = 3  # the same list object, other content
+    assert positions.many(indexes) == [0, 3, 9, 11, 20, 29]
+    assert positions.many(tuple(indexes)) == [0, 3, 9, 11, 20, 29]
+    with pytest.raises(IndexError):
+        positions.many([0, 30])
+    assert positions.many([0, 3, 5, 7, 8, 17]) == [0, 3, 9, 11, 20, 29]
+
+
+def test_entries_read_at_once_are_the_entries_read_one_by_one(tmp_path: Any) -> None:
+    """``entries_at`` takes the decoded entries from the cache and decodes the others: the same objects as
+    ``entry_at``, in order, repeats and negative positions included."""
+    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
+    for i in range(40):
+        manager.append_message(user(f"m{i}"))
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    store = SessionManager.open(path, read_only=True).store
+    decoded = [store.entry_at(i) for i in (3, 10, 11, 39)]  # some decoded before, the others not
+    positions = [0, 3, 10, 11, 12, 25, 3, 39, -1, -40]
+    got = store.entries_at(positions)
+    assert [e["id"] for e in got] == [store.id_at(p) for p in positions]
+    assert all(a is b for a, b in zip(got, [store.entry_at(p) for p in positions], strict=True))
+    assert got[1] is decoded[0] and got[7] is decoded[3]
+    assert store.entries_at([]) == []

@@ -128,6 +128,10 @@ class EntryStore(ABC):
     def entry_at(self, i: int) -> dict[str, Any]:
         """Entry ``i`` decoded (cached; callers must not mutate it)."""
 
+    def entries_at(self, positions: Sequence[int]) -> list[dict[str, Any]]:
+        """``[entry_at(i) for i in positions]``."""
+        return list(map(self.entry_at, positions))
+
     @abstractmethod
     def raw_at(self, i: int) -> bytes:
         """The exact bytes of entry ``i``'s line, without ``\\n`` and a trailing ``\\r``."""
@@ -486,6 +490,16 @@ class IndexedStore(EntryStore):
             cached = self._decode(i)
             self._cache[i] = cached
         return cached
+
+    def entries_at(self, positions: Sequence[int]) -> list[dict[str, Any]]:
+        """``[entry_at(i) for i in positions]``: those decoded already taken from the cache in one loop in C."""
+        found: list[Any] = list(map(self._cache.get, positions))
+        if not all(found):  # (an entry is never an empty dict but for a damaged line: then it is looked up)
+            entry_at = self.entry_at
+            for k, value in enumerate(found):
+                if value is None:
+                    found[k] = entry_at(positions[k])
+        return found
 
     def entries(self) -> list[dict[str, Any]]:
         cache = self._cache

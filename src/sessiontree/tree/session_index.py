@@ -111,7 +111,7 @@ class PathView(Sequence[Entry]):
 class _RunPositions:
     """Store positions of a path given as runs, by index along the path, without listing them all."""
 
-    __slots__ = ("_last", "_offsets", "_runs")
+    __slots__ = ("_asked", "_last", "_offsets", "_runs")
 
     def __init__(self, runs: list[tuple[int, int]]) -> None:
         self._runs = runs
@@ -121,6 +121,7 @@ class _RunPositions:
             self._offsets.append(total)
             total += stop - start
         self._last = 0  # the run of the last lookup: reads along a path mostly stay in one run
+        self._asked: tuple[list[int], list[int]] | None = None  # the last ``many``: its indexes, its answer
 
     def __getitem__(self, k: int) -> int:
         j = self._last
@@ -140,7 +141,17 @@ class _RunPositions:
             yield from range(start, stop)
 
     def many(self, indexes: Sequence[int]) -> list[int]:
-        """``[self[k] for k in indexes]`` in one loop (in C per run when the indexes ascend, as a context's do)."""
+        """``[self[k] for k in indexes]`` in one loop (in C per run when the indexes ascend, as a context's do);
+        the same indexes again (a context preloads its entries, then reads them) are answered from the last
+        call (compared in C)."""
+        asked = self._asked
+        if asked is not None and asked[0] == indexes:
+            return list(asked[1])
+        answer = self._many(indexes)
+        self._asked = (list(indexes), answer)
+        return list(answer)
+
+    def _many(self, indexes: Sequence[int]) -> list[int]:
         if len(indexes) > 1 and all(map(le, indexes, indexes[1:])):
             return self._ascending(indexes)
         runs, offsets = self._runs, self._offsets
@@ -425,7 +436,7 @@ class LocalIndex(SessionIndex):
             lambda i: store.entry_at(positions[i]),
             lambda i: store.raw_at(positions[i]),
             lambda indexes: store.preload(positions.many(indexes)),
-            lambda indexes: list(map(store.entry_at, positions.many(indexes))),
+            lambda indexes: store.entries_at(positions.many(indexes)),
         )
 
     def children(self, entry_id: str) -> list[Entry]:
