@@ -416,3 +416,29 @@ def test_manager_context_equals_the_free_function_at_every_leaf_after_reopen(
     assert texts(main.messages) == ["compactionSummary:summary", "u2", "a2", "u3"]
     assert main.thinking_level == "high"
     assert main.model == {"provider": "anthropic", "modelId": "claude-test"}
+
+
+def test_a_kind_no_entry_had_is_found_once_an_entry_has_it(tmp_path: Path) -> None:
+    """A file store tells the context build which kinds no entry has (it skips looking for them along the
+    path): an ``active_tools_change`` appended after that answer, by this writer and by another process
+    whose lines are read on the next open, is in the next context, as the free function builds it."""
+    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
+    manager.append_message(user("one"))
+    manager.append_thinking_level_change("high")
+    manager.append_message(user("two"))
+    store = manager.store
+    assert not store.has_type("active_tools_change") and store.has_type("thinking_level_change")
+    before = manager.build_session_context()
+    assert before.active_tool_names is None and before.thinking_level == "high"
+    manager.append_active_tools_change(["read", "bash"])
+    manager.append_message(user("three"))
+    assert store.has_type("active_tools_change")
+    after = manager.build_session_context()
+    assert after.active_tool_names == ["read", "bash"]
+    assert after == build_session_context(manager.get_entries())
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    reopened = SessionManager.open(path, read_only=True)
+    assert not reopened.store.has_type("model_change")
+    assert reopened.build_session_context() == after

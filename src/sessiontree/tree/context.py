@@ -412,7 +412,10 @@ def branch_summary_entry_message(entry: Entry) -> dict[str, Any]:
 def context_from_path(path: Sequence[Entry]) -> SessionContext:
     """``build_session_context`` for a path that is already known (root first)."""
     types = _types(path)
-    last = _last_indexes(types, _CONTEXT_KINDS)  # one search from the leaf back for all of them
+    present = path.has_type if isinstance(path, WalkedPath) else None
+    # one search from the leaf back for all of them, but for a kind no entry of the session has
+    kinds = _CONTEXT_KINDS if present is None else tuple(filter(present, _CONTEXT_KINDS))
+    last = dict.fromkeys(_CONTEXT_KINDS) | _last_indexes(types, kinds)
     indexes = _context_indexes(path, last["compaction"])
     preload = getattr(path, "preload", None)
     if preload is not None:  # a lazy view: decode the entries read below in bulk

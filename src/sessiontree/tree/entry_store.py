@@ -132,6 +132,11 @@ class EntryStore(ABC):
         """``[entry_at(i) for i in positions]``."""
         return list(map(self.entry_at, positions))
 
+    def has_type(self, kind: str) -> bool:
+        """Whether an entry of the session may have the type ``kind`` (``False``: none has; a store that does
+        not keep track says ``True``)."""
+        return True
+
     @abstractmethod
     def raw_at(self, i: int) -> bytes:
         """The exact bytes of entry ``i``'s line, without ``\\n`` and a trailing ``\\r``."""
@@ -319,6 +324,7 @@ class IndexedStore(EntryStore):
         self._cache: dict[int, dict[str, Any]] = {}
         self._duplicates: set[str] = set()
         self._type_names: dict[str, str] = {}
+        self._kinds: set[str] | None = None  # the types of the entries, once asked for (``has_type``)
         self._breaks: list[int] = []  # ``run_starts()``: positions whose parent is not the entry before
 
     # -- reads ---------------------------------------------------------------------------------------
@@ -491,6 +497,17 @@ class IndexedStore(EntryStore):
             self._cache[i] = cached
         return cached
 
+    def has_type(self, kind: str) -> bool:
+        """Whether an entry has the type ``kind``: the set of the types, made on the first question (one loop in
+        C) and kept with every append. A context build asks for the kinds it looks for from the leaf back,
+        so that it does not search a whole path for one that no entry has (pi's sessions hold no
+        ``active_tools_change``)."""
+        with self._lock:
+            kinds = self._kinds
+            if kinds is None:
+                kinds = self._kinds = set(self._types)
+            return kind in kinds
+
     def entries_at(self, positions: Sequence[int]) -> list[dict[str, Any]]:
         """``[entry_at(i) for i in positions]``: those decoded already taken from the cache in one loop in C."""
         found: list[Any] = list(map(self._cache.get, positions))
@@ -548,6 +565,8 @@ class IndexedStore(EntryStore):
             self._breaks.append(i)
         self._parents.append(parent)
         self._types.append(self._type_names.setdefault(kind, kind))
+        if self._kinds is not None:
+            self._kinds.add(kind)
         self._timestamps.append(timestamp)
         index = self._index  # built before the new id is listed
         self._ids.append(entry_id)  # last: readers use len(self._ids)
@@ -595,6 +614,7 @@ class IndexedStore(EntryStore):
         known_breaks: tuple[list[int], int] | None,
     ) -> None:
         self._ids, self._parents, self._types, self._timestamps = ids, parents, types, timestamps
+        self._kinds = None
         # The id map (a dict of n ints) is built on first use: a set finds duplicates and dangling parents
         # at about half the cost, and a path walk finds a run's parent just before it (``index_before``).
         id_set = set(ids)

@@ -46,7 +46,7 @@ class PathView(Sequence[Entry]):
     sparse (only the entries a context needs, in path order), which ``context.py`` cannot tell apart.
     """
 
-    __slots__ = ("_load", "_load_many", "_parents", "_preload", "_raw", "ids", "types")
+    __slots__ = ("_load", "_load_many", "_parents", "_preload", "_raw", "has_type", "ids", "types")
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class PathView(Sequence[Entry]):
         raw: Callable[[int], bytes],
         preload: Callable[[Sequence[int]], None] | None = None,
         load_many: Callable[[Sequence[int]], list[Entry]] | None = None,
+        has_type: Callable[[str], bool] | None = None,
     ) -> None:
         self.ids = ids
         self.types = types
@@ -65,6 +66,8 @@ class PathView(Sequence[Entry]):
         self._raw = raw
         self._preload = preload
         self._load_many = load_many
+        self.has_type = has_type
+        """Whether the session may hold an entry of a type (``None``: not known, any may be on the path)."""
 
     def preload(self, indexes: Sequence[int]) -> None:
         """Decode the entries at these indexes of the path now, in bulk, for a caller about to read them
@@ -437,6 +440,7 @@ class LocalIndex(SessionIndex):
             lambda i: store.raw_at(positions[i]),
             lambda indexes: store.preload(positions.many(indexes)),
             lambda indexes: store.entries_at(positions.many(indexes)),
+            store.has_type,
         )
 
     def children(self, entry_id: str) -> list[Entry]:
