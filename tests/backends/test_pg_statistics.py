@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from sessiontree import open_repo
+from sessiontree.errors import StorageError
 from sessiontree.format.pi_json import dumps_bytes
 from sessiontree.storage.sql import statistics
 from tests.backends.test_sql_tree_chunks import HEADER, _random_lines
@@ -110,6 +111,8 @@ def test_a_copy_inside_a_callers_transaction_is_not_analyzed_there(
         with conn.transaction():
             conn.execute("SELECT 1")
             assert statistics.analyze_after_load(conn, 1_000) is False
+            with pytest.raises(StorageError, match="VACUUM cannot run inside a transaction"):
+                conn.maintenance("VACUUM st_entries", "1s")
         assert statistics.analyze_after_load(conn, 1_000) is True
     assert _counted(postgres_url) == 0  # analyzed, and the table is empty
 

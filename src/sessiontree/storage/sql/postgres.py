@@ -226,21 +226,21 @@ class PgConn(Conn):
 
     def maintenance(self, sql: str, lock_wait: str) -> None:
         """``sql`` in autocommit on a pooled connection, its ``lock_timeout`` set for it and reset after (the
-        connection goes back to the pool as it came)."""
+        connection goes back to the pool as it came). It does not take this handle's lock: another thread's
+        statements (the lease heartbeat's) go on meanwhile, on connections of their own."""
         import psycopg
 
         if self.in_transaction:
             raise StorageError(f"{self.display}: {sql.split()[0]} cannot run inside a transaction")
-        with self._lock:
-            try:
-                with self._pool.connection() as conn:
-                    conn.execute(f"SET lock_timeout = '{lock_wait}'")
-                    try:
-                        conn.execute(sql)
-                    finally:
-                        conn.execute("RESET lock_timeout")
-            except psycopg.Error as exc:
-                raise _pg_error(self.display, sql.split()[0], exc) from exc
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(f"SET lock_timeout = '{lock_wait}'")
+                try:
+                    conn.execute(sql)
+                finally:
+                    conn.execute("RESET lock_timeout")
+        except psycopg.Error as exc:
+            raise _pg_error(self.display, sql.split()[0], exc) from exc
 
     @contextlib.contextmanager
     def _outermost(self, write: bool) -> Iterator[None]:
