@@ -6,7 +6,6 @@ compute labels or build contexts. Every walk is iterative with visited sets, so 
 
 from __future__ import annotations
 
-import gc
 import math
 from bisect import bisect_right
 from collections import deque
@@ -384,9 +383,10 @@ class TreeIndex:
         still listed: the cycle's first entry in file order becomes an extra root (a ``cycle`` problem).
         """
         self._check_generation()
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # one node object per entry and no garbage cycles: skip collection passes
-        try:
+        # one node object per entry and no garbage cycles: no collection passes meanwhile, and the nodes filed
+        # as old objects at the end (re-enabling the collector alone left them young, for the next young
+        # collection to walk all of them: about 20 ms at 100k entries)
+        with bulk_allocation():
             fast = None if self.store.has_duplicates else self._fast_tree()
             if fast is None:
                 roots, by_id = self._pi_tree()
@@ -398,9 +398,7 @@ class TreeIndex:
                 def lookup(entry_id: str) -> TreeNode | None:
                     j = found.get(entry_id)
                     return None if j is None else by_position[j]
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+
         if labels:
             for entry_id, (label, stamp) in labels.items():
                 labelled = lookup(entry_id)
