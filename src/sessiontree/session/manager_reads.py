@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.storage import Problem
 from sessiontree.tree.context import SessionContext, context_from_path
 from sessiontree.tree.session_index import PathView, SessionIndex
@@ -85,7 +86,9 @@ class ManagerReads:
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order (header excluded), as plain dicts."""
-        with self._lock:
+        # (decoded with the collector paused and filed as old objects: its passes over a heap that grows by
+        # every entry took two thirds of the time, 1.0-1.2 s against 0.35 s for 100,000 entries)
+        with self._lock, bulk_allocation():
             return self._index.entries()
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
@@ -117,7 +120,7 @@ class ManagerReads:
 
     def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Entries from the root to ``from_id`` (default: the leaf), root first."""
-        with self._lock:
+        with self._lock, bulk_allocation():  # (as ``get_entries``: 1.16 against 0.42 s for 82,000 entries)
             view = self._index.path_view(self._leaf if from_id is None else from_id)
             return [view[i] for i in range(len(view))]
 
