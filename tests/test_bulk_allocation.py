@@ -77,3 +77,77 @@ def test_a_lazily_exported_name_imports_its_module_without_collection_passes() -
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_a_tree_is_filed_with_the_old_objects_not_left_for_a_young_collection() -> None:
+    """``get_tree`` builds its nodes with the collector paused and files them as old objects: none is left in
+    the young generations, whose next collection would walk every node (about 20 ms at 100k entries)."""
+    _run("""
+        from sessiontree.storage import MemoryStore
+        from sessiontree.tree.tree_index import TreeIndex
+
+        header = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
+        entries = [
+            {"type": "x", "id": f"n{i}", "parentId": f"n{i - 1}" if i else None,
+             "timestamp": "2025-01-01T00:00:00.000Z"}
+            for i in range(3_000)
+        ]
+        gc.enable()
+        nodes, stack = [], TreeIndex(MemoryStore(header, entries)).get_tree()
+        while stack:
+            node = stack.pop()
+            nodes.append(node)
+            stack.extend(node.children)
+        assert len(nodes) == 3_000 and gc.isenabled()
+        young = young_ids()
+        assert not any(id(n) in young or id(n.children) in young for n in nodes)
+    """)
+
+
+def test_entries_and_branches_read_whole_are_filed_with_the_old_objects() -> None:
+    """``get_entries`` and ``get_branch`` decode every entry with the collector paused and file them as old
+    objects (its passes over a heap growing by every entry took two thirds of the time of reading 100,000)."""
+    _run("""
+        import json, tempfile
+        from pathlib import Path
+        from sessiontree import SessionManager
+
+        path = Path(tempfile.mkdtemp()) / "s.jsonl"
+        lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
+                             "cwd": "/"})]
+        for i in range(2_000):
+            message = {"role": "user", "content": [{"type": "text", "text": f"m{i}"}], "timestamp": i}
+            lines.append(json.dumps({"type": "message", "id": f"n{i}", "parentId": f"n{i - 1}" if i else None,
+                                     "timestamp": "2025-01-01T00:00:00.000Z", "message": message}))
+        path.write_text("\\n".join(lines) + "\\n")
+        gc.enable()
+        for read in (SessionManager.get_entries, SessionManager.get_branch):
+            manager = SessionManager.open(path, read_only=True)
+            entries = read(manager)
+            assert len(entries) == 2_000 and entries[-1]["id"] == "n1999" and gc.isenabled()
+            young = young_ids()
+            assert not any(id(x) in young or id(x["message"]) in young for x in entries), read
+            manager.close()
+    """)
+
+
+def test_the_agents_sdk_sessions_items_are_filed_with_the_old_objects() -> None:
+    """``TreeSession.get_items`` makes the whole history's items with the collector paused and files them as
+    old objects (a 10k-item history on SQLite: 70-88 against 43-54 ms a call)."""
+    _run("""
+        import asyncio, tempfile
+        from sessiontree import SessionManager
+        from sessiontree.integrations.openai_agents import TreeSession
+
+        session = TreeSession(SessionManager.create(tempfile.mkdtemp(), session_dir=tempfile.mkdtemp()))
+        turn = [
+            {"role": "user", "content": "question"},
+            {"role": "assistant", "content": [{"type": "output_text", "text": "answer"}]},
+        ]
+        asyncio.run(session.add_items([dict(item) for _ in range(500) for item in turn]))
+        gc.enable()
+        items = asyncio.run(session.get_items())
+        assert len(items) == 1_000 and gc.isenabled()
+        young = young_ids()
+        assert not any(id(item) in young for item in items)
+    """)

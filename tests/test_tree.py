@@ -210,27 +210,6 @@ def test_tree_nodes_are_told_apart_by_identity_and_shown_briefly() -> None:
     assert pretty_repr(first) == repr(first) == "TreeNode('a', children=1)"
 
 
-def test_a_tree_is_filed_with_the_old_objects_not_left_for_a_young_collection() -> None:
-    """``get_tree`` builds its nodes with the collector paused and files them as old objects: none is left in
-    the young generations, whose next collection would walk every node (about 20 ms at 100k entries)."""
-    import gc
-
-    if gc.get_freeze_count() or not gc.isenabled():
-        pytest.skip("another part of this process froze objects or turned the collector off")
-    store = MemoryStore(HEADER, [e(f"n{i}", f"n{i - 1}" if i else None) for i in range(3_000)])
-    tree = TreeIndex(store)
-    nodes: list[TreeNode] = []
-    stack = tree.get_tree()
-    while stack:
-        node = stack.pop()
-        nodes.append(node)
-        stack.extend(node.children)
-    assert len(nodes) == 3_000
-    young = {id(o) for generation in (0, 1) for o in gc.get_objects(generation=generation)}
-    assert not [n.id for n in nodes if id(n) in young or id(n.children) in young][:5]
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-
-
 def test_incremental_index_matches_a_fresh_one() -> None:
     rnd = random.Random(7)
     store = MemoryStore(HEADER)
@@ -372,30 +351,3 @@ def test_a_path_asked_before_its_awaited_parent_arrives_is_walked_again(kind: st
     tree.on_append(5)
     assert tree.path_to_root(4) == [0, 2, 1, 3, 5, 4]
     store.close()
-
-
-def test_entries_and_branches_read_whole_are_filed_with_the_old_objects(tmp_path: Path) -> None:
-    """``get_entries`` and ``get_branch`` decode every entry with the collector paused and file them as old
-    objects: none is left for a young collection (the collector's passes over a heap growing by every entry
-    took two thirds of the time of reading 100,000 entries)."""
-    import gc
-
-    from sessiontree import SessionManager
-
-    if gc.get_freeze_count() or not gc.isenabled():
-        pytest.skip("another part of this process froze objects or turned the collector off")
-    path = tmp_path / "s.jsonl"
-    lines = [json.dumps(HEADER)]
-    for i in range(2_000):
-        message = {"role": "user", "content": [{"type": "text", "text": f"m{i}"}], "timestamp": i}
-        entry = {**e(f"n{i}", f"n{i - 1}" if i else None), "type": "message", "message": message}
-        lines.append(json.dumps(entry))
-    path.write_text("\n".join(lines) + "\n")
-    for read in (SessionManager.get_entries, SessionManager.get_branch):
-        manager = SessionManager.open(path, read_only=True)
-        entries = read(manager)
-        assert len(entries) == 2_000 and entries[-1]["id"] == "n1999"
-        young = {id(o) for generation in (0, 1) for o in gc.get_objects(generation=generation)}
-        assert not [x["id"] for x in entries if id(x) in young or id(x["message"]) in young][:5], read
-        assert gc.isenabled() and gc.get_freeze_count() == 0
-        manager.close()

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.format.pi_json import UNDEFINED
 from sessiontree.session.manager import SessionManager
 from sessiontree.tree.context import path_ids, path_types
@@ -245,7 +246,12 @@ class TreeCore(Generic[T]):
         return branch_sources(self.path(cursor), self.codec.custom_types)
 
     def items(self, cursor: str | None, limit: int | None = None) -> list[T]:
-        """The framework items at ``cursor``, oldest first; the latest ``limit`` when given."""
+        """The framework items at ``cursor``, oldest first; the latest ``limit`` when given (made with the
+        collector paused and filed as old objects, as ``SessionManager.get_branch`` does)."""
+        with bulk_allocation():
+            return self._items(cursor, limit)
+
+    def _items(self, cursor: str | None, limit: int | None) -> list[T]:
         sources = self.branch(cursor).sources
         if limit is None:
             out: list[T] = []
