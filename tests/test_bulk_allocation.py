@@ -15,6 +15,20 @@ from sessiontree._bulk import bulk_allocation
 
 def young_ids():
     return {id(o) for o in gc.get_objects(generation=0)} | {id(o) for o in gc.get_objects(generation=1)}
+
+def chain_session(n):  # a session file of n user messages, each the child of the one before
+    import json, tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "s.jsonl"
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
+                         "cwd": "/"})]
+    for i in range(n):
+        message = {"role": "user", "content": [{"type": "text", "text": f"m{i}"}], "timestamp": i}
+        lines.append(json.dumps({"type": "message", "id": f"n{i}", "parentId": f"n{i - 1}" if i else None,
+                                 "timestamp": "2025-01-01T00:00:00.000Z", "message": message}))
+    path.write_text("\\n".join(lines) + "\\n")
+    return path
 """
 
 
@@ -108,18 +122,9 @@ def test_entries_and_branches_read_whole_are_filed_with_the_old_objects() -> Non
     """``get_entries`` and ``get_branch`` decode every entry with the collector paused and file them as old
     objects (its passes over a heap growing by every entry took two thirds of the time of reading 100,000)."""
     _run("""
-        import json, tempfile
-        from pathlib import Path
         from sessiontree import SessionManager
 
-        path = Path(tempfile.mkdtemp()) / "s.jsonl"
-        lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
-                             "cwd": "/"})]
-        for i in range(2_000):
-            message = {"role": "user", "content": [{"type": "text", "text": f"m{i}"}], "timestamp": i}
-            lines.append(json.dumps({"type": "message", "id": f"n{i}", "parentId": f"n{i - 1}" if i else None,
-                                     "timestamp": "2025-01-01T00:00:00.000Z", "message": message}))
-        path.write_text("\\n".join(lines) + "\\n")
+        path = chain_session(2_000)
         gc.enable()
         for read in (SessionManager.get_entries, SessionManager.get_branch):
             manager = SessionManager.open(path, read_only=True)
@@ -150,4 +155,19 @@ def test_the_agents_sdk_sessions_items_are_filed_with_the_old_objects() -> None:
         assert len(items) == 1_000 and gc.isenabled()
         young = young_ids()
         assert not any(id(item) in young for item in items)
+    """)
+
+
+def test_the_tree_as_json_is_filed_with_the_old_objects() -> None:
+    """``tree --json`` builds a node per row with every entry decoded, with the collector paused."""
+    _run("""
+        from sessiontree import SessionManager
+        from sessiontree.cli._tree_view import TreeOptions, tree_json
+
+        path = chain_session(1_000)
+        gc.enable()
+        out = tree_json(SessionManager.open(path, read_only=True), TreeOptions(active=False, width=80))
+        assert len(out["nodes"]) == 1_000 and gc.isenabled()
+        young = young_ids()
+        assert not any(id(node) in young for node in out["nodes"])
     """)

@@ -12,6 +12,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from sessiontree._bulk import bulk_allocation
 from sessiontree.format.safe_text import cell_width, cut_to_width, one_line, safe_text
 from sessiontree.tree.session_index import LocalIndex
 from sessiontree.tree.views import (
@@ -306,7 +307,14 @@ def _summary(manager: SessionManager, scope: str) -> Iterator[str]:
 
 def tree_json(manager: SessionManager, options: TreeOptions) -> dict[str, Any]:
     """``tree --json``: the leaf, the roots and the rows (conformance ``tree.json`` nodes plus role, preview
-    and timestamp); ``--active`` and ``--limit`` select rows as in the text form."""
+    and timestamp); ``--active`` and ``--limit`` select rows as in the text form. Built with the collector
+    paused (a node per row and every entry decoded: a heap the collector's passes would walk again and again
+    while it grows)."""
+    with bulk_allocation():
+        return _tree_json(manager, options)
+
+
+def _tree_json(manager: SessionManager, options: TreeOptions) -> dict[str, Any]:
     rows = _rows(manager, options)
     if options.depth is not None:
         active = set(_path_ids(manager))
