@@ -171,3 +171,21 @@ def test_the_tree_as_json_is_filed_with_the_old_objects() -> None:
         young = young_ids()
         assert not any(id(node) in young for node in out["nodes"])
     """)
+
+
+def test_an_export_runs_no_collection_pass() -> None:
+    """An export (the branch's entries and the page's parts) is made with the collector paused."""
+    _run("""
+        from sessiontree import SessionManager
+        from sessiontree.export import export_session
+
+        gc.enable()
+        for fmt in ("html", "md"):
+            manager = SessionManager.open(chain_session(1_000), read_only=True)
+            passes = []
+            gc.callbacks.append(lambda phase, info: passes.append(info) if phase == "start" else None)
+            page = export_session(manager, fmt)
+            gc.callbacks.pop()
+            assert b"m999" in page and not passes, (fmt, passes[:3])
+            assert gc.isenabled()
+    """)
