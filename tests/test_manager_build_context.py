@@ -442,3 +442,29 @@ def test_a_kind_no_entry_had_is_found_once_an_entry_has_it(tmp_path: Path) -> No
     reopened = SessionManager.open(path, read_only=True)
     assert not reopened.store.has_type("model_change")
     assert reopened.build_session_context() == after
+
+
+def test_a_branch_read_whole_reads_its_lines_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get_branch`` decodes the branch's lines in a few reads of neighbouring lines, not a read per entry,
+    and gives what the free function's path holds."""
+    from sessiontree.storage import jsonl_reads
+
+    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
+    for i in range(600):
+        manager.append_message(user(f"m{i}"))
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    monkeypatch.setenv("SESSIONTREE_INDEX_CACHE", "0")
+    reopened = SessionManager.open(path, read_only=True)
+    reads: list[int] = []
+    real = jsonl_reads.JsonlReads._pread
+    monkeypatch.setattr(
+        jsonl_reads.JsonlReads, "_pread", lambda self, o, n: reads.append(n) or real(self, o, n)
+    )
+    branch = reopened.get_branch()
+    assert [e["message"]["content"] for e in branch] == [f"m{i}" for i in range(600)]
+    assert 0 < len(reads) <= 5, len(reads)
+    assert branch == reopened.get_entries()

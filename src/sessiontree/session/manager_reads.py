@@ -122,7 +122,9 @@ class ManagerReads:
         """Entries from the root to ``from_id`` (default: the leaf), root first."""
         with self._lock, bulk_allocation():  # (as ``get_entries``: 1.16 against 0.42 s for 82,000 entries)
             view = self._index.path_view(self._leaf if from_id is None else from_id)
-            return [view[i] for i in range(len(view))]
+            indexes = range(len(view))
+            view.preload(indexes)  # nearby lines read and decoded together, not one read per entry
+            return view.entries_at(indexes)
 
     def get_path_view(self, leaf_id: str | None = None) -> PathView:
         """Like ``get_branch`` but lazy: entries are decoded only when read; ``types``/``ids``/``parents``."""

@@ -157,5 +157,5 @@ def session_stats(manager: SessionManager) -> SessionStats:
         context_messages=len(context.messages),
         context_tokens=estimate_context_tokens(context.messages).tokens,
         total=UsageTotals().add(manager.get_entries()),
-        active=UsageTotals().add(path[:]),
+        active=UsageTotals().add(manager.get_branch()),
     )
