@@ -73,6 +73,17 @@ def store_url(manager: SessionManager) -> str | None:
     return None if db is None else str(db.url)
 
 
+def user_messages_file(tmp_path: Path, count: int) -> str:
+    """A session file under ``tmp_path`` of ``count`` user messages ``m0``, ``m1``, … in a chain (closed)."""
+    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
+    for i in range(count):
+        manager.append_message(user(f"m{i}"))
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    return path
+
+
 def reopened(manager: SessionManager) -> SessionManager:
     """The same session read back from its file or database (the manager itself when it is in memory)."""
     url = store_url(manager)

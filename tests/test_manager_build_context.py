@@ -14,7 +14,7 @@ import pytest
 from sessiontree import SessionManager, build_session_context
 from sessiontree.format.ids import epoch_ms
 from sessiontree.format.pi_json import UNDEFINED
-from tests.builders import assistant, user
+from tests.builders import assistant, user, user_messages_file
 
 TS = "2025-01-01T00:00:00Z"
 Entry = dict[str, Any]
@@ -451,12 +451,7 @@ def test_a_branch_read_whole_reads_its_lines_together(
     and gives what the free function's path holds."""
     from sessiontree.storage import jsonl_reads
 
-    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
-    for i in range(600):
-        manager.append_message(user(f"m{i}"))
-    path = manager.get_session_file()
-    assert path is not None
-    manager.close()
+    path = user_messages_file(tmp_path, 600)
     monkeypatch.setenv("SESSIONTREE_INDEX_CACHE", "0")
     reopened = SessionManager.open(path, read_only=True)
     reads: list[int] = []

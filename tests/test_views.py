@@ -10,7 +10,7 @@ import pytest
 from sessiontree import SessionManager
 from sessiontree.storage import MemoryStore
 from sessiontree.tree.views import entry_preview, message_text, tree_rows
-from tests.builders import assistant
+from tests.builders import assistant, user_messages_file
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
 
@@ -406,13 +406,7 @@ def test_the_same_indexes_asked_again_are_answered_again_and_a_changed_list_is_l
 def test_entries_read_at_once_are_the_entries_read_one_by_one(tmp_path: Any) -> None:
     """``entries_at`` takes the decoded entries from the cache and decodes the others: the same objects as
     ``entry_at``, in order, repeats and negative positions included."""
-    manager = SessionManager.create(tmp_path, session_dir=tmp_path)
-    for i in range(40):
-        manager.append_message(user(f"m{i}"))
-    path = manager.get_session_file()
-    assert path is not None
-    manager.close()
-    store = SessionManager.open(path, read_only=True).store
+    store = SessionManager.open(user_messages_file(tmp_path, 40), read_only=True).store
     decoded = [store.entry_at(i) for i in (3, 10, 11, 39)]  # some decoded before, the others not
     positions = [0, 3, 10, 11, 12, 25, 3, 39, -1, -40]
     got = store.entries_at(positions)
